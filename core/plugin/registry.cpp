@@ -1,0 +1,261 @@
+#include "plugin/registry.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+#include "induct/model.hpp"
+#include "induct/task.hpp"
+
+namespace induct {
+
+namespace fs = std::filesystem;
+
+PluginRegistry::PluginRegistry() = default;
+PluginRegistry::~PluginRegistry() {
+  // Libraries stay mapped for the life of the process (BUILD-NOTES.md: unmapping a plugin
+  // whose objects are still referenced crashes later, far from the cause).
+  for (auto& library : libraries_) new std::shared_ptr<boost::dll::shared_library>(library);
+}
+
+void PluginRegistry::load(const fs::path& given) {
+  std::error_code ec;
+  fs::path file = fs::weakly_canonical(given, ec);
+  if (ec) file = given;
+  const std::string name = given.string();
+  if (std::find(loaded_files_.begin(), loaded_files_.end(), file.string()) != loaded_files_.end())
+    return;
+  if (!fs::exists(file)) throw PluginError(name + ": no such plugin file");
+
+  auto library = std::make_shared<boost::dll::shared_library>();
+  try {
+    // rtld_now: a plugin with an unresolved symbol fails here, not in the middle of a run.
+    library->load(file, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw PluginError(name + ": cannot load the library: " + e.what());
+  }
+  if (!library->has(INDUCT_PLUGIN_ENTRY_SYMBOL))
+    throw PluginError(name + ": not an induct plugin (no '" INDUCT_PLUGIN_ENTRY_SYMBOL
+                             "' entry point; define one with INDUCT_PLUGIN)");
+  const InductPluginInfo* info =
+      library->get<const InductPluginInfo*()>(INDUCT_PLUGIN_ENTRY_SYMBOL)();
+  if (!info) throw PluginError(name + ": the entry point returned no plugin info");
+  // The first two fields are stable across API versions; check them before anything else.
+  if (info->api_version != INDUCT_PLUGIN_API_VERSION)
+    throw PluginError(name + ": built for plugin API version " +
+                      std::to_string(info->api_version) + ", but this induct uses version " +
+                      std::to_string(INDUCT_PLUGIN_API_VERSION) +
+                      " (rebuild the plugin against this SDK)");
+  if (info->struct_size != sizeof(InductPluginInfo))
+    throw PluginError(name + ": plugin info is " + std::to_string(info->struct_size) +
+                      " bytes, expected " + std::to_string(sizeof(InductPluginInfo)) +
+                      " (built against a different SDK header)");
+  if (info->torch_major != TORCH_VERSION_MAJOR || info->torch_minor != TORCH_VERSION_MINOR)
+    throw PluginError(name + ": built against libtorch " + std::to_string(info->torch_major) +
+                      "." + std::to_string(info->torch_minor) + ", but induct uses libtorch " +
+                      std::to_string(TORCH_VERSION_MAJOR) + "." +
+                      std::to_string(TORCH_VERSION_MINOR));
+  if (info->gxx_abi_version != __GXX_ABI_VERSION || info->cxx11_abi != _GLIBCXX_USE_CXX11_ABI)
+    throw PluginError(name + ": built with another C++ ABI (GXX ABI " +
+                      std::to_string(info->gxx_abi_version) + ", CXX11 ABI " +
+                      std::to_string(info->cxx11_abi) + "; induct: " +
+                      std::to_string(__GXX_ABI_VERSION) + ", " +
+                      std::to_string(_GLIBCXX_USE_CXX11_ABI) + ")");
+  if (!info->register_components || !info->plugin_name)
+    throw PluginError(name + ": plugin info has no name or no register function");
+
+  Loading loading{name, info->plugin_name, info->plugin_version ? info->plugin_version : "", library,
+                  {}, {}};
+  loading_ = &loading;
+  try {
+    info->register_components(*this);
+  } catch (const std::exception& e) {
+    loading.error = "registration threw: " + std::string(e.what());
+  } catch (...) {
+    loading.error = "registration threw a non-standard exception";
+  }
+  loading_ = nullptr;
+  if (!loading.error.empty())
+    throw PluginError(name + " (plugin '" + loading.plugin_name + "'): " + loading.error);
+  if (loading.entries.empty())
+    throw PluginError(name + " (plugin '" + loading.plugin_name + "'): registered no component");
+  for (auto& entry : loading.entries) add(std::move(entry));
+  libraries_.push_back(library);
+  loaded_files_.push_back(file.string());
+}
+
+void PluginRegistry::load_all(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(path, ec))
+        if (entry.path().extension() == ".so") files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& file : files) {
+        try {
+          load(file);
+        } catch (const PluginError& e) {
+          problems_.push_back({file.string(), e.what()});
+        }
+      }
+    } else {
+      try {
+        load(path);
+      } catch (const PluginError& e) {
+        problems_.push_back({path, e.what()});
+      }
+    }
+  }
+}
+
+void PluginRegistry::add(Entry entry) {
+  auto& table = entry.info.kind == "model" ? models_ : tasks_;
+  table.emplace(entry.info.name, std::move(entry));
+}
+
+namespace {
+template <class Map>
+const ComponentInfo* lookup(const Map& table, const std::string& name) {
+  auto found = table.find(name);
+  return found == table.end() ? nullptr : &found->second.info;
+}
+}  // namespace
+
+void PluginRegistry::add_model(const std::string& name, const std::string& description,
+                               ModelFactory factory) {
+  Entry entry;
+  entry.info = {"model", name, description, {}, {}, {}};
+  const bool has_factory = static_cast<bool>(factory);
+  entry.model = std::move(factory);
+  stage(std::move(entry), has_factory);
+}
+
+void PluginRegistry::add_task(const std::string& name, const std::string& description,
+                              TaskFactory factory) {
+  Entry entry;
+  entry.info = {"task", name, description, {}, {}, {}};
+  const bool has_factory = static_cast<bool>(factory);
+  entry.task = std::move(factory);
+  stage(std::move(entry), has_factory);
+}
+
+void PluginRegistry::stage(Entry entry, bool has_factory) {
+  const std::string& kind = entry.info.kind;
+  const std::string& name = entry.info.name;
+  if (!loading_) throw PluginError(kind + " '" + name + "' registered outside a plugin load");
+  if (name.empty()) loading_->error = "registers a " + kind + " with an empty name";
+  if (!has_factory) loading_->error = kind + " '" + name + "' has no factory";
+  for (const auto& pending : loading_->entries)
+    if (pending.info.kind == kind && pending.info.name == name)
+      loading_->error = "registers " + kind + " '" + name + "' twice";
+  if (const ComponentInfo* existing = find(kind, name))
+    loading_->error = kind + " '" + name + "' is registered by both " + existing->library +
+                      " and " + loading_->file + " (keep one of them on the plugin path)";
+  entry.info.library = loading_->file;
+  entry.info.plugin_name = loading_->plugin_name;
+  entry.info.plugin_version = loading_->plugin_version;
+  entry.library = loading_->library;
+  loading_->entries.push_back(std::move(entry));
+}
+
+std::vector<ComponentInfo> PluginRegistry::components() const {
+  std::vector<ComponentInfo> out;
+  for (const auto& [name, entry] : models_) out.push_back(entry.info);
+  for (const auto& [name, entry] : tasks_) out.push_back(entry.info);
+  return out;
+}
+
+const ComponentInfo* PluginRegistry::find(const std::string& kind, const std::string& name) const {
+  return lookup(kind == "model" ? models_ : tasks_, name);
+}
+
+std::string PluginRegistry::available(const std::string& kind) const {
+  std::string names;
+  for (const auto& [name, entry] : kind == "model" ? models_ : tasks_)
+    names += (names.empty() ? "" : ", ") + name;
+  return names.empty() ? "none" : names;
+}
+
+namespace {
+
+std::string unknown_message(const std::string& kind, const std::string& name,
+                            const std::string& available,
+                            const std::vector<LoadProblem>& problems) {
+  std::string message = "unknown " + kind + " '" + name + "' (available " + kind + "s: " +
+                        available + ")";
+  if (!problems.empty()) {
+    message += "; " + std::to_string(problems.size()) + " plugin librar" +
+               (problems.size() == 1 ? "y was" : "ies were") + " refused:";
+    for (const auto& p : problems) message += "\n  " + p.message;
+  }
+  return message;
+}
+
+// Runs a plugin factory: plugin errors carry the plugin's name; ConfigErrors (bad options)
+// already name the file and key and pass through unchanged.
+template <class Make>
+auto call_plugin(const ComponentInfo& info, Make make) {
+  try {
+    auto made = make();
+    if (!made)
+      throw PluginError(info.kind + " '" + info.name + "' (" + info.library +
+                        "): the factory returned nothing");
+    return made;
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const PluginError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PluginError(info.kind + " '" + info.name + "' (" + info.library + "): " + e.what());
+  } catch (...) {
+    throw PluginError(info.kind + " '" + info.name + "' (" + info.library +
+                      "): threw a non-standard exception");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<SequenceModel> PluginRegistry::make_model(const std::string& name,
+                                                          const ModelContext& ctx) const {
+  auto found = models_.find(name);
+  if (found == models_.end())
+    throw PluginError(unknown_message("model", name, available("model"), problems_));
+  const Entry& entry = found->second;
+  std::unique_ptr<SequenceModel> made = call_plugin(entry.info, [&] { return entry.model(ctx); });
+  // The control block is host code and its deleter holds the library (BUILD-NOTES.md).
+  auto library = entry.library;
+  return std::shared_ptr<SequenceModel>(made.release(),
+                                        [library](SequenceModel* model) { delete model; });
+}
+
+std::shared_ptr<Task> PluginRegistry::make_task(const std::string& name,
+                                                const TaskContext& ctx) const {
+  auto found = tasks_.find(name);
+  if (found == tasks_.end())
+    throw PluginError(unknown_message("task", name, available("task"), problems_));
+  const Entry& entry = found->second;
+  std::unique_ptr<Task> made = call_plugin(entry.info, [&] { return entry.task(ctx); });
+  auto library = entry.library;
+  return std::shared_ptr<Task>(made.release(), [library](Task* task) { delete task; });
+}
+
+std::vector<std::string> plugin_search_path(const std::vector<std::string>& given) {
+  std::vector<std::string> path = given;
+  if (const char* env = std::getenv("INDUCT_PLUGIN_PATH")) {
+    std::stringstream stream(env);
+    for (std::string item; std::getline(stream, item, ':');)
+      if (!item.empty()) path.push_back(item);
+  }
+  // INDUCT_PLUGIN_DIR_FROM_BIN: the plugin folder relative to the binary's folder, the same
+  // in the build tree and the install tree (CMakeLists.txt).
+  fs::path exe = boost::dll::program_location();
+  path.push_back((exe.parent_path() / INDUCT_PLUGIN_DIR_FROM_BIN).lexically_normal().string());
+  return path;
+}
+
+}  // namespace induct

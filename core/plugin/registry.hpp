@@ -1,0 +1,103 @@
+// The one registry of models and tasks, filled by loading plugin libraries (Boost.DLL).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "induct/plugin.hpp"
+
+namespace boost::dll {
+class shared_library;
+}
+
+namespace induct {
+
+// A library the loader refused, or a component that could not be made. what() names the
+// file (and the plugin) and says what is wrong.
+class PluginError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ComponentInfo {
+  std::string kind;  // "model" or "task"
+  std::string name;
+  std::string description;
+  std::string library;  // the file it came from
+  std::string plugin_name;
+  std::string plugin_version;
+};
+
+struct LoadProblem {
+  std::string file;
+  std::string message;
+};
+
+class PluginRegistry final : public Registrar {
+ public:
+  PluginRegistry();
+  ~PluginRegistry() override;
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // Loads one library and registers its components; throws PluginError naming the file when
+  // it is refused (missing, not loadable, no entry point, other API version, struct size,
+  // libtorch version or C++ ABI, a registration that throws or repeats a name). A refused
+  // library registers nothing. Loading the same file twice is a no-op.
+  void load(const std::filesystem::path& file);
+  // Loads each path: a file, or every *.so in a folder. Refusals are collected in problems()
+  // instead of thrown, so one broken library does not hide the good ones.
+  void load_all(const std::vector<std::string>& paths);
+  const std::vector<LoadProblem>& problems() const { return problems_; }
+
+  std::vector<ComponentInfo> components() const;  // models, then tasks, by name
+  const ComponentInfo* find(const std::string& kind, const std::string& name) const;
+  // The names of one kind, for "unknown model 'x' (available: ...)" messages.
+  std::string available(const std::string& kind) const;
+
+  // Build a component. Unknown names throw PluginError listing the available ones; errors
+  // thrown by the plugin are rethrown with the plugin's name (ConfigErrors stay ConfigErrors).
+  // The objects keep their library loaded for as long as they live.
+  std::shared_ptr<SequenceModel> make_model(const std::string& name, const ModelContext& ctx) const;
+  std::shared_ptr<Task> make_task(const std::string& name, const TaskContext& ctx) const;
+
+  // Registrar, called by plugins during load().
+  void add_model(const std::string& name, const std::string& description,
+                 ModelFactory factory) override;
+  void add_task(const std::string& name, const std::string& description,
+                TaskFactory factory) override;
+
+ private:
+  struct Entry {
+    ComponentInfo info;
+    ModelFactory model;
+    TaskFactory task;
+    std::shared_ptr<boost::dll::shared_library> library;
+  };
+  void add(Entry entry);
+  void stage(Entry entry, bool has_factory);
+
+  std::vector<std::shared_ptr<boost::dll::shared_library>> libraries_;  // never unloaded
+  std::vector<std::string> loaded_files_;
+  std::map<std::string, Entry> models_, tasks_;
+  std::vector<LoadProblem> problems_;
+  // During a load(): the library being registered and what it registered so far.
+  struct Loading {
+    std::string file, plugin_name, plugin_version;
+    std::shared_ptr<boost::dll::shared_library> library;
+    std::vector<Entry> entries;
+    std::string error;
+  };
+  Loading* loading_ = nullptr;
+};
+
+// The folders searched for plugins, in order: the given paths (--plugin-path), then
+// $INDUCT_PLUGIN_PATH (colon-separated), then the plugin folder next to the executable
+// (<prefix>/lib/induct/plugins).
+std::vector<std::string> plugin_search_path(const std::vector<std::string>& given);
+
+}  // namespace induct

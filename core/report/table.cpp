@@ -1,0 +1,84 @@
+#include "report/table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+namespace induct {
+
+namespace {
+std::vector<size_t> widths(const Table& t) {
+  std::vector<size_t> w(t.header.size(), 0);
+  for (size_t c = 0; c < t.header.size(); ++c) w[c] = t.header[c].size();
+  for (const auto& row : t.rows)
+    for (size_t c = 0; c < row.size() && c < w.size(); ++c) w[c] = std::max(w[c], row[c].size());
+  return w;
+}
+
+std::string pad(const std::string& s, size_t width) {
+  return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
+}
+}  // namespace
+
+std::string Table::text() const {
+  auto w = widths(*this);
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < w.size(); ++c)
+      out += (c ? "  " : "") + pad(c < cells.size() ? cells[c] : "", w[c]);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(header);
+  std::string rule;
+  for (size_t c = 0; c < w.size(); ++c) rule += (c ? "  " : "") + std::string(w[c], '-');
+  out += rule + "\n";
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string Table::markdown() const {
+  auto w = widths(*this);
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (size_t c = 0; c < w.size(); ++c) out += " " + pad(c < cells.size() ? cells[c] : "", w[c]) + " |";
+    return out + "\n";
+  };
+  std::string out = line(header) + "|";
+  for (size_t c = 0; c < w.size(); ++c) out += std::string(w[c] + 2, '-') + "|";
+  out += "\n";
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+std::string Table::csv() const {
+  auto quote = [](const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size(); ++c) out += (c ? "," : "") + quote(cells[c]);
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& row : rows) out += line(row);
+  return out;
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) throw std::runtime_error(temporary + ": cannot write");
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw std::runtime_error(path + ": cannot replace the file");
+}
+
+}  // namespace induct

@@ -1,0 +1,183 @@
+#include "store/store.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <ctime>
+#include <stdexcept>
+
+#include "util/hash.hpp"
+
+namespace induct {
+
+namespace {
+
+const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trials (
+  key            TEXT PRIMARY KEY,   -- hash of everything that decides the result
+  cell_key       TEXT NOT NULL,      -- hash of the resolved cell
+  study          TEXT NOT NULL,      -- the study that ran it
+  task           TEXT NOT NULL,
+  model          TEXT NOT NULL,
+  format         TEXT NOT NULL,
+  distribution   TEXT NOT NULL,
+  L              INTEGER NOT NULL,
+  n              INTEGER NOT NULL,
+  lr             REAL NOT NULL,
+  seed           INTEGER NOT NULL,
+  status         TEXT NOT NULL,      -- succeeded | failed | diverged | cancelled | error
+  steps          INTEGER NOT NULL,
+  best_loss      REAL,
+  val_loss       REAL,
+  token_accuracy REAL,
+  final_accuracy REAL,
+  seconds        REAL NOT NULL,
+  spec           TEXT NOT NULL,      -- the trial, as YAML
+  result         TEXT NOT NULL,      -- the result with per-length metrics and history, as YAML
+  created        TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trials_by_cell ON trials (cell_key, n);
+)sql";
+
+std::string now_utc() {
+  std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+std::string dump(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return out.c_str();
+}
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string("store: ") + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement& text(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& integer(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& real(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("store: ") + sqlite3_errmsg(db_));
+  }
+  std::string column_text(int i) const {
+    auto* p = sqlite3_column_text(stmt_, i);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace
+
+Store::Store(const std::filesystem::path& file) : file_(file) {
+  if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
+    std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error(file.string() + ": cannot open the results store: " + message);
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  try {
+    // WAL: a killed writer never corrupts the database; committed trials survive.
+    exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    exec(kSchema);
+    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (get.step()) {
+      if (get.column_text(0) != std::to_string(kSchemaVersion))
+        throw std::runtime_error("schema version " + get.column_text(0) + ", this induct writes " +
+                                 std::to_string(kSchemaVersion));
+    } else {
+      Statement set(db_, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)");
+      set.text(1, std::to_string(kSchemaVersion)).step();
+    }
+  } catch (const std::exception& e) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+void Store::exec(const std::string& sql) const {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("store: " + message);
+  }
+}
+
+std::optional<TrialResult> Store::find_finished(const std::string& key) const {
+  Statement q(db_,
+              "SELECT result FROM trials WHERE key = ? AND status IN "
+              "('succeeded', 'failed', 'diverged')");
+  q.text(1, key);
+  if (!q.step()) return std::nullopt;
+  return TrialResult::from_yaml(YAML::Load(q.column_text(0)));
+}
+
+void Store::put(const std::string& study, const TrialSpec& spec, const TrialResult& result) {
+  Statement q(db_, R"sql(
+    INSERT OR REPLACE INTO trials (key, cell_key, study, task, model, format, distribution, L,
+      n, lr, seed, status, steps, best_loss, val_loss, token_accuracy, final_accuracy, seconds,
+      spec, result, created)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+  q.text(1, spec.key())
+      .text(2, content_key(dump(spec.cell.to_yaml())))
+      .text(3, study)
+      .text(4, spec.cell.task_name())
+      .text(5, spec.cell.model_name())
+      .text(6, spec.cell.format)
+      .text(7, spec.cell.distribution)
+      .integer(8, spec.cell.L)
+      .integer(9, static_cast<int64_t>(spec.n))
+      .real(10, spec.lr)
+      .integer(11, static_cast<int64_t>(spec.seed))
+      .text(12, to_string(result.status))
+      .integer(13, result.steps)
+      .real(14, result.best_loss)
+      .real(15, result.last.loss)
+      .real(16, result.last.token_accuracy)
+      .real(17, result.last.final_accuracy)
+      .real(18, result.seconds)
+      .text(19, dump(spec.to_yaml()))
+      .text(20, dump(result.to_yaml()))
+      .text(21, now_utc());
+  q.step();  // one statement: SQLite commits it as one transaction
+}
+
+std::vector<StoredTrial> Store::all() const {
+  Statement q(db_, "SELECT key, study, spec, result, created FROM trials ORDER BY rowid");
+  std::vector<StoredTrial> rows;
+  while (q.step())
+    rows.push_back({q.column_text(0), q.column_text(1),
+                    TrialSpec::from_yaml(YAML::Load(q.column_text(2))),
+                    TrialResult::from_yaml(YAML::Load(q.column_text(3))), q.column_text(4)});
+  return rows;
+}
+
+}  // namespace induct

@@ -1,0 +1,107 @@
+#include "train/components.hpp"
+
+#include <torch/utils.h>
+
+#include <sstream>
+
+#include "options_yaml.hpp"
+
+namespace induct {
+
+namespace {
+std::string shape_string(const at::IntArrayRef& sizes) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
+  out << "]";
+  return out.str();
+}
+}  // namespace
+
+std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Options& section) {
+  const auto name = section.require<std::string>("name");
+  auto task = registry.make_task(name, TaskContext{section});
+  section.reject_unknown_keys("task '" + name + "'");
+  return task;
+}
+
+std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,
+                                                  const Options& section, const ModelShape& shape,
+                                                  uint64_t seed, torch::Device device) {
+  const auto name = section.require<std::string>("name");
+  ModelContext ctx;
+  ctx.vocab_size = shape.vocab_size;
+  ctx.max_length = shape.max_length;
+  ctx.pad_token = shape.pad;
+  ctx.device = device;
+  ctx.seed = seed;
+  ctx.options = section;
+  torch::manual_seed(seed);
+  auto model = registry.make_model(name, ctx);
+  section.reject_unknown_keys("model '" + name + "'");
+  const ComponentInfo* info = registry.find("model", name);
+  const std::string who = "model '" + name + "' (" + (info ? info->library : "?") + ")";
+  try {
+    model->to(device);
+    // A forward pass in eval mode draws no random numbers, so this check leaves the
+    // training run exactly as it would be without it.
+    torch::NoGradGuard no_grad;
+    model->eval();
+    auto tokens = torch::full({2, shape.max_length}, shape.pad, torch::kLong).to(device);
+    torch::Tensor logits = model->forward(tokens);
+    model->train();
+    const std::vector<int64_t> expected{2, shape.max_length, shape.vocab_size};
+    if (logits.sizes().vec() != expected)
+      throw PluginError(who + ": forward returned logits of shape " +
+                        shape_string(logits.sizes()) + ", expected " + shape_string(expected) +
+                        " ([batch, time, vocabulary])");
+    if (!logits.is_floating_point())
+      throw PluginError(who + ": forward returned non-floating logits");
+  } catch (const PluginError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PluginError(who + ": forward on a [2, " + std::to_string(shape.max_length) +
+                      "] batch failed: " + e.what());
+  }
+  return model;
+}
+
+CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& task_name,
+                        const std::string& format, const std::string& distribution, int L,
+                        const ValidationPolicy& validation, uint64_t n_cap) {
+  CellData cell;
+  cell.task = task;
+  cell.transitions = std::make_shared<Transitions>(task, task_name);
+  cell.vocab.actions = cell.transitions->num_actions();
+  cell.vocab.states = cell.transitions->num_states();
+  cell.format = &format_named(format);
+  cell.data.num_actions = cell.vocab.actions;
+  cell.data.distribution = &distribution_named(distribution);
+  cell.data.L = L;
+  cell.data.validation = validation;
+  cell.data.n_cap = n_cap;
+  return cell;
+}
+
+CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
+  auto task = make_task_checked(registry, yaml::from_node(cell.task, "<trial task>"));
+  return make_cell_data(task, cell.task_name(), cell.format, cell.distribution, cell.L,
+                        cell.validation, cell.n_cap);
+}
+
+TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
+                      TrainObserver* observer) {
+  CellData cell = make_cell_data(registry, spec.cell);
+  Split split = make_split(cell.data, spec.n, spec.seed);
+  EncodedSet train = encode_set(split.train, *cell.transitions, *cell.format, cell.vocab);
+  EncodedSet validation = encode_set(split.validation, *cell.transitions, *cell.format, cell.vocab);
+  const torch::Device device(spec.device);
+  auto model = make_model_checked(registry, yaml::from_node(spec.cell.model, "<trial model>"),
+                                  {cell.vocab.size(), spec.max_length, cell.vocab.pad()},
+                                  spec.seed, device);
+  TrainData data{train, validation, cell.vocab.pad(),
+                 cell.data.distribution->ascending_batches() && spec.training.curriculum};
+  return train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
+}
+
+}  // namespace induct

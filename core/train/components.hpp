@@ -1,0 +1,53 @@
+// Building a cell's task and model from their sections, with every check in one place:
+// used by the coordinator (to validate a study before it runs) and by the workers.
+#pragma once
+
+#include <memory>
+
+#include <torch/types.h>
+
+#include "data/dataset.hpp"
+#include "data/transitions.hpp"
+#include "format/format.hpp"
+#include "induct/model.hpp"
+#include "plugin/registry.hpp"
+#include "train/trainer.hpp"
+#include "train/trial.hpp"
+
+namespace induct {
+
+// The task of a `task:` section; rejects keys the plugin did not read.
+std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Options& section);
+
+struct ModelShape {
+  int64_t vocab_size = 0;
+  int64_t max_length = 0;
+  int64_t pad = 0;
+};
+
+// The model of a `model:` section: seeds torch with `seed`, calls the factory, rejects keys
+// the plugin did not read, moves it to `device` and checks that a forward pass on
+// [2, max_length] tokens gives [2, max_length, vocab_size] logits (PluginError otherwise).
+std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,
+                                                  const Options& section, const ModelShape& shape,
+                                                  uint64_t seed, torch::Device device);
+
+// Everything a trial of a cell needs besides the model.
+struct CellData {
+  std::shared_ptr<Task> task;
+  std::shared_ptr<Transitions> transitions;
+  Vocabulary vocab;
+  const Format* format = nullptr;
+  DataSpec data;
+};
+CellData make_cell_data(const PluginRegistry& registry, const Cell& cell);
+// The same from an unresolved task section (the coordinator's view).
+CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& task_name,
+                        const std::string& format, const std::string& distribution, int L,
+                        const ValidationPolicy& validation, uint64_t n_cap);
+
+// One whole trial: data, model, training. Errors are thrown (the worker reports them).
+TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
+                      TrainObserver* observer = nullptr);
+
+}  // namespace induct

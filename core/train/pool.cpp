@@ -1,0 +1,220 @@
+#include "train/pool.hpp"
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace induct {
+
+PoolSettings default_pool_settings(int configured_workers, int configured_threads,
+                                   int configured_blas_threads, size_t trials) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  PoolSettings s;
+  s.threads = std::max(1, configured_threads);
+  s.workers = configured_workers > 0 ? configured_workers : std::max(1, cores / s.threads);
+  s.workers = std::max<int>(1, std::min<size_t>(s.workers, std::max<size_t>(trials, 1)));
+  s.blas_threads = configured_blas_threads > 0
+                       ? configured_blas_threads
+                       : std::max(1, cores / (s.workers * s.threads));
+  s.worker_executable = boost::dll::program_location().string();
+  return s;
+}
+
+WorkerPool::WorkerPool(PoolSettings settings) : settings_(std::move(settings)) {
+  if (settings_.worker_executable.empty())
+    settings_.worker_executable = boost::dll::program_location().string();
+  // A worker that dies must not take the coordinator with it through SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+WorkerPool::~WorkerPool() {
+  for (auto& worker : workers_) stop(worker);
+}
+
+void WorkerPool::stop(Worker& worker) {
+  if (worker.to_worker >= 0) ::close(worker.to_worker);  // EOF: the worker exits
+  if (worker.reader) ::close(worker.reader->fd());
+  if (worker.pid > 0) {
+    if (worker.trial >= 0) ::kill(worker.pid, SIGKILL);
+    int status;
+    ::waitpid(worker.pid, &status, 0);
+  }
+  worker = Worker{};
+}
+
+WorkerPool::Worker WorkerPool::spawn() {
+  int jobs[2], results[2];
+  if (::pipe2(jobs, O_CLOEXEC) != 0 || ::pipe2(results, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot create pipes for a worker: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, jobs[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, results[1], 3);
+  posix_spawn_file_actions_adddup2(&actions, 2, 1);  // a plugin's prints must not reach fd 3
+
+  // Thread counts must be in the environment before OpenMP and OpenBLAS start.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (entry.rfind("OMP_NUM_THREADS=", 0) == 0 || entry.rfind("OPENBLAS_NUM_THREADS=", 0) == 0 ||
+        entry.rfind("MKL_NUM_THREADS=", 0) == 0)
+      continue;
+    env_strings.push_back(entry);
+  }
+  env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(settings_.threads));
+  env_strings.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(settings_.blas_threads));
+  env_strings.push_back("MKL_NUM_THREADS=" + std::to_string(settings_.blas_threads));
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string threads = std::to_string(settings_.threads);
+  std::string exe = settings_.worker_executable;
+  std::string command = "__worker";
+  std::string flag = "--threads";
+  std::vector<char*> argv{exe.data(), command.data(), flag.data(), threads.data(), nullptr};
+
+  Worker worker;
+  int rc = ::posix_spawn(&worker.pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(jobs[0]);
+  ::close(results[1]);
+  if (rc != 0) {
+    ::close(jobs[1]);
+    ::close(results[0]);
+    throw std::runtime_error("cannot start a worker process (" + exe + "): " + std::strerror(rc));
+  }
+  worker.to_worker = jobs[1];
+  worker.reader = std::make_unique<MessageReader>(results[0]);
+  return worker;
+}
+
+std::string WorkerPool::exit_description(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) < 0) return "the worker process vanished";
+  if (WIFSIGNALED(status))
+    return std::string("the worker process was killed by signal ") +
+           std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status))
+    return "the worker process exited with status " + std::to_string(WEXITSTATUS(status));
+  return "the worker process ended";
+}
+
+void WorkerPool::run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
+  std::deque<size_t> queue;
+  for (size_t i = 0; i < trials.size(); ++i) queue.push_back(i);
+  size_t running = 0;
+  bool cancelling = false;
+
+  auto finish = [&](size_t index, const TrialResult& result) {
+    bool cancel = callbacks.on_done ? callbacks.on_done(index, result) : false;
+    if (cancel && !cancelling) {
+      cancelling = true;
+      while (!queue.empty()) {
+        size_t queued = queue.front();
+        queue.pop_front();
+        if (callbacks.on_done) callbacks.on_done(queued, TrialResult::cancelled());
+      }
+      for (auto& w : workers_) {
+        if (w.trial >= 0 && !w.cancel_sent) {
+          YAML::Node message;
+          message["type"] = "cancel";
+          message["job"] = w.job;
+          write_message(w.to_worker, message);
+          w.cancel_sent = true;
+        }
+      }
+    }
+  };
+
+  while (!queue.empty() || running > 0) {
+    // Hand out work: idle workers first, then new ones up to the pool size.
+    while (!queue.empty()) {
+      auto idle = std::find_if(workers_.begin(), workers_.end(),
+                               [](const Worker& w) { return w.trial < 0; });
+      if (idle == workers_.end()) {
+        if (static_cast<int>(workers_.size()) >= settings_.workers) break;
+        workers_.push_back(spawn());
+        idle = workers_.end() - 1;
+      }
+      const size_t index = queue.front();
+      queue.pop_front();
+      YAML::Node message;
+      message["type"] = "job";
+      message["job"] = next_job_;
+      message["trial"] = trials[index].to_yaml();
+      if (!write_message(idle->to_worker, message)) {
+        // The worker is gone; its end of file is handled below.
+        queue.push_front(index);
+        stop(*idle);
+        workers_.erase(idle);
+        continue;
+      }
+      idle->trial = static_cast<long>(index);
+      idle->job = next_job_++;
+      idle->cancel_sent = false;
+      ++running;
+      if (callbacks.on_start) callbacks.on_start(index);
+    }
+    if (running == 0) continue;
+
+    std::vector<pollfd> fds;
+    for (auto& w : workers_) fds.push_back({w.reader->fd(), POLLIN, 0});
+    int ready = ::poll(fds.data(), fds.size(), -1);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Worker& w = workers_[k];
+      const bool alive = w.reader->read_available();
+      YAML::Node message;
+      while (w.reader->pop(message)) {
+        const std::string type = message["type"].as<std::string>();
+        if (message["job"].as<uint64_t>() != w.job || w.trial < 0) continue;
+        const auto index = static_cast<size_t>(w.trial);
+        if (type == "progress") {
+          if (callbacks.on_progress)
+            callbacks.on_progress(index,
+                                  {message["step"].as<int64_t>(), message["train_loss"].as<double>(),
+                                   message["val_loss"].as<double>()},
+                                  message["best_loss"].as<double>());
+        } else if (type == "result" || type == "error") {
+          w.trial = -1;
+          --running;
+          finish(index, type == "result" ? TrialResult::from_yaml(message["result"])
+                                         : TrialResult::failure(message["message"].as<std::string>()));
+        }
+      }
+      if (!alive) {
+        // End of file: the worker died. Its trial fails with the reason; others go on.
+        long lost = w.trial;
+        ::close(w.to_worker);
+        ::close(w.reader->fd());
+        std::string why = exit_description(w.pid);
+        w = Worker{};
+        if (lost >= 0) {
+          --running;
+          finish(static_cast<size_t>(lost), TrialResult::failure(why + " while running this trial"));
+        }
+      }
+    }
+    workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
+                                  [](const Worker& w) { return w.pid < 0; }),
+                   workers_.end());
+  }
+}
+
+}  // namespace induct

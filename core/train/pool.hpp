@@ -1,0 +1,89 @@
+// Running many trials: in worker processes (the default) or in this process (tests, debug).
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "train/protocol.hpp"
+#include "train/trial.hpp"
+
+namespace induct {
+
+struct RunCallbacks {
+  std::function<void(size_t index)> on_start;
+  std::function<void(size_t index, const EvalPoint& point, double best_loss)> on_progress;
+  // Every trial ends here exactly once (queued trials that were cancelled too, with status
+  // cancelled and 0 steps). Returning true cancels every trial still queued or running.
+  std::function<bool(size_t index, const TrialResult& result)> on_done;
+};
+
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  // Runs the trials, most promising first (the caller orders them), calling back on the
+  // calling thread. Returns when every trial has ended.
+  virtual void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) = 0;
+  virtual int parallelism() const = 0;
+};
+
+struct PoolSettings {
+  int workers = 1;
+  int threads = 1;       // intra-op threads of each worker
+  int blas_threads = 1;  // BLAS threads of each worker
+  std::string worker_executable;  // the induct binary (default: this process's executable)
+};
+
+// The worker count, threads and BLAS threads for `trials` trials on this machine: one
+// single-threaded worker per core by default, never more workers than trials, and spare
+// cores given to BLAS (docs/performance.md has the measurements behind this).
+PoolSettings default_pool_settings(int configured_workers, int configured_threads,
+                                   int configured_blas_threads, size_t trials);
+
+// Persistent worker processes (`induct __worker`), each running one trial at a time with
+// fixed OpenMP and BLAS thread counts. A worker that crashes fails only its own trial.
+class WorkerPool final : public TrialRunner {
+ public:
+  explicit WorkerPool(PoolSettings settings);
+  ~WorkerPool() override;
+  void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) override;
+  int parallelism() const override { return settings_.workers; }
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int to_worker = -1;
+    std::unique_ptr<MessageReader> reader;
+    long trial = -1;  // index in the current run, -1 when idle
+    uint64_t job = 0;
+    bool cancel_sent = false;
+  };
+  Worker spawn();
+  void stop(Worker& worker);
+  std::string exit_description(pid_t pid);
+
+  PoolSettings settings_;
+  std::vector<Worker> workers_;
+  uint64_t next_job_ = 1;
+};
+
+class PluginRegistry;
+
+// Runs trials one after another in this process (tests; `run.workers: 0` is not this).
+class InProcessRunner final : public TrialRunner {
+ public:
+  explicit InProcessRunner(const PluginRegistry& registry) : registry_(registry) {}
+  void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) override;
+  int parallelism() const override { return 1; }
+
+ private:
+  const PluginRegistry& registry_;
+};
+
+// The entry point of `induct __worker`: reads jobs on stdin, writes results on fd 3.
+int worker_main(int threads);
+
+}  // namespace induct

@@ -1,0 +1,65 @@
+#include "train/protocol.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+namespace induct {
+
+bool write_message(int fd, const YAML::Node& message) {
+  YAML::Emitter emitter;
+  emitter << message;
+  std::string payload = emitter.c_str();
+  std::string frame = std::to_string(payload.size()) + "\n" + payload;
+  const char* data = frame.data();
+  size_t left = frame.size();
+  while (left > 0) {
+    ssize_t written = ::write(fd, data, left);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += written;
+    left -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+void MessageReader::parse_buffer() {
+  for (;;) {
+    auto newline = buffer_.find('\n');
+    if (newline == std::string::npos) return;
+    size_t size = std::stoull(buffer_.substr(0, newline));
+    if (buffer_.size() < newline + 1 + size) return;
+    ready_.push_back(YAML::Load(buffer_.substr(newline + 1, size)));
+    buffer_.erase(0, newline + 1 + size);
+  }
+}
+
+bool MessageReader::read_available() {
+  char chunk[65536];
+  ssize_t got;
+  do {
+    got = ::read(fd_, chunk, sizeof chunk);
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) return false;
+  buffer_.append(chunk, static_cast<size_t>(got));
+  parse_buffer();
+  return true;
+}
+
+bool MessageReader::pop(YAML::Node& message) {
+  if (ready_.empty()) return false;
+  message = ready_.front();
+  ready_.pop_front();
+  return true;
+}
+
+bool MessageReader::read_one(YAML::Node& message) {
+  while (ready_.empty())
+    if (!read_available()) return false;
+  return pop(message);
+}
+
+}  // namespace induct

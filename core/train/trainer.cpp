@@ -1,0 +1,182 @@
+#include "train/trainer.hpp"
+
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "util/rng.hpp"
+
+namespace induct {
+
+namespace {
+constexpr uint64_t kDataOrder = 3;  // derive_seed label
+}
+
+Batch make_batch(const EncodedSet& set, const int64_t* order, size_t count, int64_t pad) {
+  int64_t width = 0;
+  for (size_t i = 0; i < count; ++i) width = std::max(width, set.width(order[i]));
+  const auto b = static_cast<int64_t>(count);
+  Batch batch{torch::full({b, width}, pad, torch::kLong), torch::full({b, width}, kNoTarget, torch::kLong)};
+  int64_t* tokens = batch.tokens.data_ptr<int64_t>();
+  int64_t* targets = batch.targets.data_ptr<int64_t>();
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t from = set.offsets[order[i]];
+    const int64_t w = set.width(order[i]);
+    std::copy_n(set.tokens.data() + from, w, tokens + i * width);
+    std::copy_n(set.targets.data() + from, w, targets + i * width);
+  }
+  return batch;
+}
+
+EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
+                     int64_t batch_size, torch::Device device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+
+  struct Sums {
+    int64_t count = 0, positions = 0;
+    double loss = 0, correct = 0, final_correct = 0;
+  };
+  std::map<int, Sums> by_length;
+  std::vector<int64_t> order(set.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  for (size_t start = 0; start < set.size(); start += batch_size) {
+    const size_t count = std::min<size_t>(batch_size, set.size() - start);
+    Batch batch = make_batch(set, order.data() + start, count, pad);
+    torch::Tensor targets = batch.targets.to(device);
+    torch::Tensor logits = model.forward(batch.tokens.to(device)).to(torch::kFloat);  // [B, W, V]
+    torch::Tensor mask = targets.ne(kNoTarget);                                        // [B, W]
+    torch::Tensor safe = targets.clamp_min(0);
+    torch::Tensor nll = -torch::log_softmax(logits, -1).gather(2, safe.unsqueeze(2)).squeeze(2);
+    nll = nll.masked_fill(~mask, 0);                                                   // [B, W]
+    torch::Tensor correct = logits.argmax(-1).eq(targets).logical_and(mask);           // [B, W]
+    std::vector<int64_t> final_pos(count);
+    for (size_t i = 0; i < count; ++i) final_pos[i] = set.final_position[start + i];
+    torch::Tensor final_index = torch::tensor(final_pos, torch::kLong).to(device).unsqueeze(1);
+    torch::Tensor final_correct = correct.gather(1, final_index).squeeze(1);            // [B]
+
+    torch::Tensor loss_sum = nll.sum(1).to(torch::kCPU, torch::kDouble).contiguous();
+    torch::Tensor positions = mask.sum(1).to(torch::kCPU, torch::kLong).contiguous();
+    torch::Tensor correct_sum = correct.sum(1).to(torch::kCPU, torch::kLong).contiguous();
+    torch::Tensor final_cpu = final_correct.to(torch::kCPU, torch::kLong).contiguous();
+    for (size_t i = 0; i < count; ++i) {
+      Sums& s = by_length[set.lengths[start + i]];
+      s.count += 1;
+      s.positions += positions.data_ptr<int64_t>()[i];
+      s.loss += loss_sum.data_ptr<double>()[i];
+      s.correct += static_cast<double>(correct_sum.data_ptr<int64_t>()[i]);
+      s.final_correct += static_cast<double>(final_cpu.data_ptr<int64_t>()[i]);
+    }
+  }
+  if (was_training) model.train();
+
+  EvalMetrics metrics;
+  Sums total;
+  for (const auto& [length, s] : by_length) {
+    metrics.per_length.push_back({length, s.count, s.positions ? s.loss / s.positions : 0,
+                                  s.positions ? s.correct / s.positions : 0,
+                                  s.count ? s.final_correct / s.count : 0});
+    total.count += s.count;
+    total.positions += s.positions;
+    total.loss += s.loss;
+    total.correct += s.correct;
+    total.final_correct += s.final_correct;
+  }
+  metrics.count = total.count;
+  metrics.loss = total.positions ? total.loss / total.positions : 0;
+  metrics.token_accuracy = total.positions ? total.correct / total.positions : 0;
+  metrics.final_accuracy = total.count ? total.final_correct / total.count : 0;
+  return metrics;
+}
+
+TrialResult train_model(SequenceModel& model, const TrainData& data, const TrainSettings& settings,
+                        double lr, uint64_t seed, torch::Device device, TrainObserver* observer) {
+  const auto started = std::chrono::steady_clock::now();
+  TrialResult result;
+  result.best_loss = std::numeric_limits<double>::infinity();
+  const EncodedSet& eval_set = data.validation.size() > 0 ? data.validation : data.train;
+  result.validated_on_training = data.validation.size() == 0;
+
+  model.train();
+  torch::optim::Adam optimizer(model.parameters(), torch::optim::AdamOptions(lr)
+                                                       .betas({0.9, 0.999})
+                                                       .eps(1e-8)
+                                                       .weight_decay(0));
+  const auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget);
+  Rng rng(derive_seed(seed, {kDataOrder}));
+  const size_t n = data.train.size();
+  std::vector<int64_t> order(n);
+  size_t cursor = n;  // start a new pass at once
+  double loss_since_eval = 0;
+  int64_t steps_since_eval = 0;
+  result.status = TrialStatus::kFailed;
+
+  while (result.steps < settings.max_steps) {
+    if (observer && observer->should_stop()) {
+      result.status = TrialStatus::kCancelled;
+      break;
+    }
+    if (cursor >= n) {
+      // A new pass over the data, shuffled as a DataLoader with shuffle=True would.
+      std::iota(order.begin(), order.end(), int64_t{0});
+      rng.shuffle(order.begin(), order.end());
+      if (data.ascending)
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+          return data.train.lengths[a] < data.train.lengths[b];
+        });
+      cursor = 0;
+    }
+    const size_t count = std::min<size_t>(settings.batch_size, n - cursor);
+    Batch batch = make_batch(data.train, order.data() + cursor, count, data.pad);
+    cursor += count;
+
+    torch::Tensor logits = model.forward(batch.tokens.to(device));  // [B, W, V]
+    torch::Tensor loss = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), batch.targets.to(device).reshape({-1}), ce);
+    optimizer.zero_grad();
+    loss.backward();
+    optimizer.step();
+    ++result.steps;
+
+    const double loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) {
+      result.status = TrialStatus::kDiverged;
+      result.error = "non-finite training loss at step " + std::to_string(result.steps);
+      break;
+    }
+    loss_since_eval += loss_value;
+    ++steps_since_eval;
+
+    if (result.steps % settings.eval_every == 0 || result.steps == settings.max_steps) {
+      result.last = evaluate(model, eval_set, data.pad, settings.eval_batch_size, device);
+      EvalPoint point{result.steps, loss_since_eval / steps_since_eval, result.last.loss};
+      loss_since_eval = 0;
+      steps_since_eval = 0;
+      result.history.push_back(point);
+      if (!std::isfinite(result.last.loss)) {
+        result.status = TrialStatus::kDiverged;
+        result.error = "non-finite validation loss at step " + std::to_string(result.steps);
+        break;
+      }
+      result.best_loss = std::min(result.best_loss, result.last.loss);
+      if (observer) observer->on_eval(point, result.best_loss);
+      if (result.last.loss < settings.epsilon) {
+        result.status = TrialStatus::kSucceeded;
+        break;
+      }
+    }
+  }
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace induct

@@ -1,0 +1,212 @@
+#include "train/trial.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "util/hash.hpp"
+
+namespace induct {
+
+std::string format_number(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+  return buffer;
+}
+
+namespace {
+// Round-trip precision, with YAML's spellings of the non-finite values.
+std::string exact(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  return format_number(value, 17);
+}
+
+YAML::Node validation_yaml(const ValidationPolicy& v) {
+  YAML::Node node;
+  node["max_size"] = v.max_size;
+  node["fraction"] = exact(v.fraction);
+  return node;
+}
+}  // namespace
+
+YAML::Node Cell::to_yaml() const {
+  YAML::Node node;
+  node["task"] = task;
+  node["model"] = model;
+  node["format"] = format;
+  node["distribution"] = distribution;
+  node["L"] = L;
+  node["validation"] = validation_yaml(validation);
+  node["n_cap"] = n_cap;
+  return node;
+}
+
+Cell Cell::from_yaml(const YAML::Node& node) {
+  Cell cell;
+  cell.task = node["task"];
+  cell.model = node["model"];
+  cell.format = node["format"].as<std::string>();
+  cell.distribution = node["distribution"].as<std::string>();
+  cell.L = node["L"].as<int>();
+  cell.validation.max_size = node["validation"]["max_size"].as<uint64_t>();
+  cell.validation.fraction = node["validation"]["fraction"].as<double>();
+  cell.n_cap = node["n_cap"].as<uint64_t>();
+  return cell;
+}
+
+namespace {
+YAML::Node training_yaml(const TrainSettings& t) {
+  YAML::Node node;
+  node["batch_size"] = t.batch_size;
+  node["max_steps"] = t.max_steps;
+  node["eval_every"] = t.eval_every;
+  node["eval_batch_size"] = t.eval_batch_size;
+  node["epsilon"] = exact(t.epsilon);
+  node["curriculum"] = t.curriculum;
+  return node;
+}
+}  // namespace
+
+YAML::Node TrialSpec::to_yaml() const {
+  YAML::Node node;
+  node["cell"] = cell.to_yaml();
+  node["n"] = n;
+  node["lr"] = exact(lr);
+  node["seed"] = seed;
+  node["training"] = training_yaml(training);
+  node["max_length"] = max_length;
+  node["device"] = device;
+  for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
+  node["plugin_versions"] = plugin_versions;
+  return node;
+}
+
+TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
+  TrialSpec spec;
+  spec.cell = Cell::from_yaml(node["cell"]);
+  spec.n = node["n"].as<uint64_t>();
+  spec.lr = node["lr"].as<double>();
+  spec.seed = node["seed"].as<uint64_t>();
+  const YAML::Node t = node["training"];
+  spec.training.batch_size = t["batch_size"].as<int64_t>();
+  spec.training.max_steps = t["max_steps"].as<int64_t>();
+  spec.training.eval_every = t["eval_every"].as<int64_t>();
+  spec.training.eval_batch_size = t["eval_batch_size"].as<int64_t>();
+  spec.training.epsilon = t["epsilon"].as<double>();
+  spec.training.curriculum = t["curriculum"].as<bool>();
+  spec.max_length = node["max_length"].as<int64_t>();
+  spec.device = node["device"].as<std::string>();
+  if (node["plugin_path"])
+    for (const auto& p : node["plugin_path"]) spec.plugin_path.push_back(p.as<std::string>());
+  spec.plugin_versions = node["plugin_versions"].as<std::string>();
+  return spec;
+}
+
+std::string TrialSpec::key() const {
+  YAML::Node identity;
+  identity["cell"] = cell.to_yaml();
+  identity["n"] = n;
+  identity["lr"] = exact(lr);
+  identity["seed"] = seed;
+  identity["training"] = training_yaml(training);
+  identity["max_length"] = max_length;
+  identity["plugins"] = plugin_versions;
+  YAML::Emitter out;
+  out << YAML::Flow << identity;
+  return content_key(out.c_str());
+}
+
+const char* to_string(TrialStatus status) {
+  switch (status) {
+    case TrialStatus::kSucceeded: return "succeeded";
+    case TrialStatus::kFailed: return "failed";
+    case TrialStatus::kDiverged: return "diverged";
+    case TrialStatus::kCancelled: return "cancelled";
+    case TrialStatus::kError: return "error";
+  }
+  return "error";
+}
+
+TrialStatus trial_status_from(const std::string& text) {
+  for (auto s : {TrialStatus::kSucceeded, TrialStatus::kFailed, TrialStatus::kDiverged,
+                 TrialStatus::kCancelled, TrialStatus::kError})
+    if (text == to_string(s)) return s;
+  throw std::invalid_argument("unknown trial status '" + text + "'");
+}
+
+TrialResult TrialResult::cancelled() {
+  TrialResult r;
+  r.status = TrialStatus::kCancelled;
+  r.best_loss = std::numeric_limits<double>::infinity();
+  return r;
+}
+
+TrialResult TrialResult::failure(const std::string& message) {
+  TrialResult r;
+  r.status = TrialStatus::kError;
+  r.best_loss = std::numeric_limits<double>::infinity();
+  r.error = message;
+  return r;
+}
+
+YAML::Node TrialResult::to_yaml() const {
+  YAML::Node node;
+  node["status"] = to_string(status);
+  node["steps"] = steps;
+  node["best_loss"] = exact(best_loss);
+  node["seconds"] = exact(seconds);
+  node["validated_on_training"] = validated_on_training;
+  node["error"] = error;
+  YAML::Node metrics;
+  metrics["count"] = last.count;
+  metrics["loss"] = exact(last.loss);
+  metrics["token_accuracy"] = exact(last.token_accuracy);
+  metrics["final_accuracy"] = exact(last.final_accuracy);
+  for (const auto& l : last.per_length) {
+    YAML::Node row(YAML::NodeType::Sequence);
+    row.SetStyle(YAML::EmitterStyle::Flow);
+    row.push_back(l.length);
+    row.push_back(l.count);
+    row.push_back(exact(l.loss));
+    row.push_back(exact(l.token_accuracy));
+    row.push_back(exact(l.final_accuracy));
+    metrics["per_length"].push_back(row);
+  }
+  node["last"] = metrics;
+  for (const auto& p : history) {
+    YAML::Node row(YAML::NodeType::Sequence);
+    row.SetStyle(YAML::EmitterStyle::Flow);
+    row.push_back(p.step);
+    row.push_back(exact(p.train_loss));
+    row.push_back(exact(p.val_loss));
+    node["history"].push_back(row);
+  }
+  return node;
+}
+
+TrialResult TrialResult::from_yaml(const YAML::Node& node) {
+  TrialResult r;
+  r.status = trial_status_from(node["status"].as<std::string>());
+  r.steps = node["steps"].as<int64_t>();
+  r.best_loss = node["best_loss"].as<double>();
+  r.seconds = node["seconds"].as<double>();
+  r.validated_on_training = node["validated_on_training"].as<bool>();
+  r.error = node["error"].as<std::string>("");
+  const YAML::Node m = node["last"];
+  r.last.count = m["count"].as<int64_t>();
+  r.last.loss = m["loss"].as<double>();
+  r.last.token_accuracy = m["token_accuracy"].as<double>();
+  r.last.final_accuracy = m["final_accuracy"].as<double>();
+  if (m["per_length"])
+    for (const auto& row : m["per_length"])
+      r.last.per_length.push_back({row[0].as<int>(), row[1].as<int64_t>(), row[2].as<double>(),
+                                   row[3].as<double>(), row[4].as<double>()});
+  if (node["history"])
+    for (const auto& row : node["history"])
+      r.history.push_back({row[0].as<int64_t>(), row[1].as<double>(), row[2].as<double>()});
+  return r;
+}
+
+}  // namespace induct

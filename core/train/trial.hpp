@@ -1,0 +1,95 @@
+// One training of one (cell, N, learning rate, seed): what it is and what came of it.
+// Both travel between the coordinator and worker processes as YAML. Torch-free.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/study_config.hpp"
+
+namespace induct {
+
+// A cell with every option resolved (defaults filled in): self-contained and canonical.
+struct Cell {
+  YAML::Node task;   // resolved `task:` section, with its name
+  YAML::Node model;  // resolved `model:` section, with its name
+  std::string format;
+  std::string distribution;
+  int L = 0;
+  ValidationPolicy validation;
+  uint64_t n_cap = 0;
+
+  std::string task_name() const { return task["name"].as<std::string>(); }
+  std::string model_name() const { return model["name"].as<std::string>(); }
+  YAML::Node to_yaml() const;
+  static Cell from_yaml(const YAML::Node& node);
+};
+
+struct TrialSpec {
+  Cell cell;
+  uint64_t n = 0;
+  double lr = 0;
+  uint64_t seed = 0;
+  TrainSettings training;
+  int64_t max_length = 0;  // longest sequence the model must accept
+  std::string device = "cpu";
+  std::vector<std::string> plugin_path;
+  std::string plugin_versions;  // "task@1.0.0 model@1.0.0": part of the key
+
+  YAML::Node to_yaml() const;
+  static TrialSpec from_yaml(const YAML::Node& node);
+  // The store key: a hash of everything that decides the result (not device or paths).
+  std::string key() const;
+};
+
+struct LengthMetrics {
+  int length = 0;
+  int64_t count = 0;
+  double loss = 0;
+  double token_accuracy = 0;
+  double final_accuracy = 0;
+};
+
+struct EvalMetrics {
+  int64_t count = 0;
+  double loss = 0;            // mean cross-entropy over supervised positions
+  double token_accuracy = 0;  // over supervised positions
+  double final_accuracy = 0;  // final state, per sequence
+  std::vector<LengthMetrics> per_length;
+};
+
+struct EvalPoint {
+  int64_t step = 0;
+  double train_loss = 0;  // mean over the steps since the previous evaluation
+  double val_loss = 0;
+};
+
+enum class TrialStatus { kSucceeded, kFailed, kDiverged, kCancelled, kError };
+const char* to_string(TrialStatus status);
+TrialStatus trial_status_from(const std::string& text);
+
+struct TrialResult {
+  TrialStatus status = TrialStatus::kError;
+  int64_t steps = 0;
+  double best_loss = 0;  // best validation loss over all evaluations
+  EvalMetrics last;      // at the last evaluation
+  bool validated_on_training = false;  // the validation set was empty (tiny spaces)
+  double seconds = 0;
+  std::vector<EvalPoint> history;
+  std::string error;
+
+  bool succeeded() const { return status == TrialStatus::kSucceeded; }
+  // A trial that never ran to its end: cancelled, or stopped by an error.
+  static TrialResult cancelled();
+  static TrialResult failure(const std::string& message);
+  YAML::Node to_yaml() const;
+  static TrialResult from_yaml(const YAML::Node& node);
+};
+
+// "%.6g" for tables and messages; "%.17g" (round-trip) for stored values.
+std::string format_number(double value, int digits = 6);
+
+}  // namespace induct

@@ -1,0 +1,116 @@
+// The worker side of the pool, and the in-process runner: both run trials with run_trial().
+#include <ATen/Parallel.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "plugin/registry.hpp"
+#include "train/components.hpp"
+#include "train/pool.hpp"
+
+namespace induct {
+
+namespace {
+
+constexpr int kJobsFd = 0;
+constexpr int kResultsFd = 3;
+
+// Reports evaluations to the coordinator and notices its cancel message between steps.
+class WorkerObserver final : public TrainObserver {
+ public:
+  WorkerObserver(MessageReader& jobs, uint64_t job) : jobs_(jobs), job_(job) {}
+
+  void on_eval(const EvalPoint& point, double best_loss) override {
+    YAML::Node message;
+    message["type"] = "progress";
+    message["job"] = job_;
+    message["step"] = point.step;
+    message["train_loss"] = point.train_loss;
+    message["val_loss"] = point.val_loss;
+    message["best_loss"] = best_loss;
+    write_message(kResultsFd, message);
+  }
+
+  bool should_stop() override {
+    if (cancelled_) return true;
+    pollfd fd{kJobsFd, POLLIN, 0};
+    while (::poll(&fd, 1, 0) > 0) {
+      if (!jobs_.read_available()) ::_exit(0);  // the coordinator is gone
+      YAML::Node message;
+      while (jobs_.pop(message))
+        if (message["type"].as<std::string>() == "cancel" && message["job"].as<uint64_t>() == job_)
+          cancelled_ = true;
+      if (cancelled_) break;
+    }
+    return cancelled_;
+  }
+
+ private:
+  MessageReader& jobs_;
+  uint64_t job_;
+  bool cancelled_ = false;
+};
+
+}  // namespace
+
+int worker_main(int threads) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator
+  if (::getppid() == 1) return 0;
+  at::set_num_threads(std::max(1, threads));
+  PluginRegistry registry;
+  std::vector<std::string> loaded_path;
+  MessageReader jobs(kJobsFd);
+  YAML::Node message;
+  while (jobs.read_one(message)) {
+    if (message["type"].as<std::string>() != "job") continue;  // a late cancel
+    const auto job = message["job"].as<uint64_t>();
+    YAML::Node reply;
+    reply["job"] = job;
+    try {
+      TrialSpec spec = TrialSpec::from_yaml(message["trial"]);
+      if (loaded_path != spec.plugin_path) {
+        registry.load_all(spec.plugin_path);
+        loaded_path = spec.plugin_path;
+      }
+      WorkerObserver observer(jobs, job);
+      TrialResult result = run_trial(spec, registry, &observer);
+      reply["type"] = "result";
+      reply["result"] = result.to_yaml();
+    } catch (const std::exception& e) {
+      reply["type"] = "error";
+      reply["message"] = e.what();
+    }
+    if (!write_message(kResultsFd, reply)) return 1;
+  }
+  return 0;
+}
+
+void InProcessRunner::run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
+  bool cancelled = false;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    TrialResult result = TrialResult::cancelled();
+    if (!cancelled) {
+      if (callbacks.on_start) callbacks.on_start(i);
+      struct Relay final : TrainObserver {
+        const RunCallbacks& callbacks;
+        size_t index;
+        Relay(const RunCallbacks& c, size_t i) : callbacks(c), index(i) {}
+        void on_eval(const EvalPoint& point, double best) override {
+          if (callbacks.on_progress) callbacks.on_progress(index, point, best);
+        }
+      } relay(callbacks, i);
+      try {
+        result = run_trial(trials[i], registry_, &relay);
+      } catch (const std::exception& e) {
+        result = TrialResult::failure(e.what());
+      }
+    }
+    if (callbacks.on_done && callbacks.on_done(i, result)) cancelled = true;
+  }
+}
+
+}  // namespace induct

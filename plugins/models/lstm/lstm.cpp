@@ -1,0 +1,43 @@
+// One-layer LSTM with embedding = hidden and a linear head on every step (SPEC.md section 8).
+#include <induct/model.hpp>
+#include <induct/plugin.hpp>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/rnn.h>
+
+namespace {
+
+class Lstm final : public induct::SequenceModel {
+ public:
+  Lstm(int64_t vocab, int64_t hidden)
+      : embed_(register_module("embed", torch::nn::Embedding(vocab, hidden))),
+        lstm_(register_module(
+            "lstm", torch::nn::LSTM(torch::nn::LSTMOptions(hidden, hidden).batch_first(true)))),
+        head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
+
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    auto x = embed_(tokens);                   // [B, T, H]
+    auto h = std::get<0>(lstm_->forward(x));  // [B, T, H]
+    return head_(h);                           // [B, T, V]
+  }
+
+ private:
+  torch::nn::Embedding embed_;
+  torch::nn::LSTM lstm_;
+  torch::nn::Linear head_;
+};
+
+std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
+  const auto hidden = ctx.options.get<long>("hidden", 256);
+  if (hidden < 1) ctx.options.fail("hidden", "must be at least 1");
+  return std::make_unique<Lstm>(ctx.vocab_size, hidden);
+}
+
+void register_components(induct::Registrar& registrar) {
+  registrar.add_model("lstm", "one-layer LSTM, embedding = hidden, linear head (options: hidden=256)",
+                      make);
+}
+
+}  // namespace
+
+INDUCT_PLUGIN("lstm", "1.0.0", register_components)

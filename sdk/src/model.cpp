@@ -1,0 +1,8 @@
+#include "induct/model.hpp"
+
+namespace induct {
+
+// Out-of-line key function (see task.cpp).
+SequenceModel::~SequenceModel() = default;
+
+}  // namespace induct

@@ -1,0 +1,438 @@
+#include "induct/options.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <type_traits>
+
+#include "options_yaml.hpp"
+
+namespace induct {
+
+ConfigError::~ConfigError() = default;
+
+namespace {
+
+// Shared by every section of one document.
+struct Source {
+  std::string name;                                // the file, as the user named it
+  std::map<std::string, std::string> overrides;    // dotted path -> "--set path=value"
+};
+
+std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string format_mark(const std::string& file, const YAML::Mark& mark) {
+  if (mark.is_null() || mark.line < 0) return file;
+  return file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      size_t cost = std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1;
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+struct Options::Impl {
+  YAML::Node node;  // a mapping, or null/undefined for an empty section
+  std::shared_ptr<const Source> source;
+  std::string path;  // dotted path of this section from the root ("" for the root)
+  YAML::Mark mark;   // where the section is (for keys that are absent)
+
+  // What was read, for reject_unknown_keys() and resolved().
+  std::vector<std::string> read_order;
+  std::set<std::string> read;
+  std::map<std::string, YAML::Node> values;
+  std::map<std::string, std::shared_ptr<Impl>> children;
+
+  YAML::Node lookup(const std::string& key) const {
+    if (!node || !node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& map = node;
+    YAML::Node value = map[key];
+    if (value && value.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+    return value;
+  }
+
+  void mark_read(const std::string& key) {
+    if (read.insert(key).second) read_order.push_back(key);
+  }
+
+  std::string override_for(const std::string& full_path) const {
+    for (const auto& [path_set, text] : source->overrides) {
+      if (full_path == path_set || full_path.rfind(path_set + ".", 0) == 0) return text;
+    }
+    return {};
+  }
+
+  std::string where(const std::string& key) const {
+    std::string full = join_path(path, key);
+    std::string via = override_for(full);
+    if (!via.empty()) return via;
+    YAML::Node value = lookup(key);
+    if (value) return format_mark(source->name, value.Mark());
+    return format_mark(source->name, mark);
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw ConfigError(where(key) + ": " + join_path(path, key) + ": " + message);
+  }
+};
+
+namespace {
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+    default: return "nothing";
+  }
+}
+
+// Strict number parsing: the whole scalar must be the number (yaml-cpp's as<> accepts
+// octal and hex through iostreams; a study file means decimal).
+bool parse_double(const std::string& text, double& out) {
+  if (text.empty()) return false;
+  std::string t = text;
+  if (t == ".inf" || t == "+.inf") t = "inf";
+  if (t == "-.inf") t = "-inf";
+  if (t == ".nan" || t == ".NaN") t = "nan";
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size() && errno != ERANGE;
+}
+
+template <class T>
+bool parse_integer(const std::string& text, T& out) {
+  if (text.empty()) return false;
+  if (std::is_unsigned_v<T> && text[0] == '-') return false;
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  bool whole = end == text.c_str() + text.size() && errno != ERANGE;
+  if (!whole) {
+    // 1e6, 16e6 and 2.0 are integers when written as floats.
+    double d;
+    if (!parse_double(text, d) || !std::isfinite(d) || d != std::floor(d) ||
+        std::fabs(d) > 9.0e18)
+      return false;
+    value = static_cast<long long>(d);
+  }
+  if (value < static_cast<long long>(std::numeric_limits<T>::min()) ||
+      (value > 0 && static_cast<unsigned long long>(value) >
+                        static_cast<unsigned long long>(std::numeric_limits<T>::max())))
+    return false;
+  out = static_cast<T>(value);
+  return true;
+}
+
+// Decodes a scalar; errors read "<at>: <name>: expected ..., got ...".
+template <class T>
+T decode(const YAML::Node& node, const std::string& at, const std::string& name) {
+  auto wrong = [&](const char* expected) -> T {
+    throw ConfigError(at + ": " + name + ": expected " + expected + ", got " + describe(node));
+  };
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!node.IsScalar()) return wrong("a string");
+    return node.Scalar();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!node.IsScalar()) return wrong("true or false");
+    const std::string& s = node.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "False" || s == "FALSE" || s == "no" || s == "off") return false;
+    return wrong("true or false");
+  } else if constexpr (std::is_floating_point_v<T>) {
+    double d;
+    if (!node.IsScalar() || !parse_double(node.Scalar(), d)) return wrong("a number");
+    return static_cast<T>(d);
+  } else {
+    static_assert(std::is_integral_v<T>);
+    T value;
+    if (!node.IsScalar() || !parse_integer(node.Scalar(), value))
+      return wrong(std::is_unsigned_v<T> ? "a non-negative integer" : "an integer");
+    return value;
+  }
+}
+
+template <class T>
+YAML::Node encode(const T& value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    std::ostringstream out;
+    out.precision(std::numeric_limits<T>::max_digits10);
+    out << value;
+    return YAML::Node(out.str());
+  } else {
+    return YAML::Node(value);
+  }
+}
+
+}  // namespace
+
+Options::Options() : impl_(std::make_shared<Impl>()) {
+  auto source = std::make_shared<Source>();
+  source->name = "<defaults>";
+  impl_->source = source;
+}
+Options::~Options() = default;
+Options::Options(const Options&) = default;
+Options& Options::operator=(const Options&) = default;
+Options::Options(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+template <class T>
+T Options::get(const std::string& key, const T& fallback) const {
+  impl_->mark_read(key);
+  YAML::Node node = impl_->lookup(key);
+  T value = node ? decode<T>(node, impl_->where(key), path(key)) : fallback;
+  impl_->values[key] = encode(value);
+  return value;
+}
+
+template <class T>
+T Options::require(const std::string& key) const {
+  impl_->mark_read(key);
+  YAML::Node node = impl_->lookup(key);
+  if (!node) impl_->fail(key, "is required");
+  T value = decode<T>(node, impl_->where(key), path(key));
+  impl_->values[key] = encode(value);
+  return value;
+}
+
+template <class T>
+std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& fallback) const {
+  impl_->mark_read(key);
+  YAML::Node node = impl_->lookup(key);
+  std::vector<T> values;
+  if (!node) {
+    values = fallback;
+  } else if (node.IsSequence()) {
+    std::string via = impl_->override_for(path(key));
+    for (size_t i = 0; i < node.size(); ++i) {
+      std::string at = via.empty() ? format_mark(impl_->source->name, node[i].Mark()) : via;
+      values.push_back(decode<T>(node[i], at, path(key) + "[" + std::to_string(i) + "]"));
+    }
+  } else {
+    values.push_back(decode<T>(node, impl_->where(key), path(key)));
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  for (const T& v : values) list.push_back(encode(v));
+  impl_->values[key] = list;
+  return values;
+}
+
+bool Options::has(const std::string& key) const { return static_cast<bool>(impl_->lookup(key)); }
+
+std::vector<std::string> Options::keys() const {
+  std::vector<std::string> out;
+  if (impl_->node && impl_->node.IsMap())
+    for (const auto& entry : impl_->node) out.push_back(entry.first.Scalar());
+  return out;
+}
+
+Options Options::section(const std::string& key) const {
+  impl_->mark_read(key);
+  auto found = impl_->children.find(key);
+  if (found != impl_->children.end()) return Options(found->second);
+  YAML::Node node = impl_->lookup(key);
+  if (node && !node.IsMap()) impl_->fail(key, "expected a mapping of keys, got " + describe(node));
+  auto child = std::make_shared<Impl>();
+  child->node = node ? node : YAML::Node(YAML::NodeType::Null);
+  child->source = impl_->source;
+  child->path = join_path(impl_->path, key);
+  child->mark = node ? node.Mark() : impl_->mark;
+  impl_->children[key] = child;
+  return Options(child);
+}
+
+void Options::fail(const std::string& key, const std::string& message) const {
+  impl_->fail(key, message);
+}
+
+std::string Options::where(const std::string& key) const { return impl_->where(key); }
+
+std::string Options::path(const std::string& key) const { return join_path(impl_->path, key); }
+
+void Options::reject_unknown_keys(const std::string& owner) const {
+  if (impl_->node && impl_->node.IsMap()) {
+    for (const auto& entry : impl_->node) {
+      const std::string key = entry.first.Scalar();
+      if (impl_->read.count(key)) continue;
+      std::string at = impl_->override_for(join_path(impl_->path, key));
+      if (at.empty()) at = format_mark(impl_->source->name, entry.first.Mark());
+      std::string message = at + ": unknown key '" + join_path(impl_->path, key) + "'";
+      std::string best;
+      size_t best_distance = 3;
+      for (const auto& known : impl_->read_order) {
+        size_t d = edit_distance(key, known);
+        if (d < best_distance) best_distance = d, best = known;
+      }
+      if (!best.empty()) message += " (did you mean '" + best + "'?)";
+      message += "; " + owner + " reads";
+      if (impl_->read_order.empty()) message += " no keys here";
+      for (size_t i = 0; i < impl_->read_order.size(); ++i)
+        message += (i ? ", " : " ") + impl_->read_order[i];
+      throw ConfigError(message);
+    }
+  }
+  for (const auto& [key, child] : impl_->children)
+    Options(child).reject_unknown_keys(owner.empty() ? key : owner);
+}
+
+#define INDUCT_OPTIONS_INSTANTIATE(T)                                                   \
+  template T Options::get<T>(const std::string&, const T&) const;                       \
+  template T Options::require<T>(const std::string&) const;                             \
+  template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) \
+      const;
+INDUCT_OPTIONS_INSTANTIATE(bool)
+INDUCT_OPTIONS_INSTANTIATE(int)
+INDUCT_OPTIONS_INSTANTIATE(long)
+INDUCT_OPTIONS_INSTANTIATE(long long)
+INDUCT_OPTIONS_INSTANTIATE(unsigned long)
+INDUCT_OPTIONS_INSTANTIATE(double)
+INDUCT_OPTIONS_INSTANTIATE(std::string)
+#undef INDUCT_OPTIONS_INSTANTIATE
+
+// ---------------------------------------------------------------------------------------
+// The YAML side (host only).
+
+namespace yaml {
+namespace {
+
+void reject_duplicate_keys(const YAML::Node& node, const std::string& name) {
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      auto [it, fresh] = seen.emplace(key, entry.first.Mark());
+      if (!fresh)
+        throw ConfigError(format_mark(name, entry.first.Mark()) + ": duplicate key '" + key +
+                          "' (first at line " + std::to_string(it->second.line + 1) + ")");
+      reject_duplicate_keys(entry.second, name);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& element : node) reject_duplicate_keys(element, name);
+  }
+}
+
+void apply_override(YAML::Node root, const std::string& text, Source& source) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set " + text + ": expected key.path=value");
+  const std::string path = text.substr(0, eq);
+  const std::string value_text = text.substr(eq + 1);
+  YAML::Node value;
+  try {
+    value = YAML::Load(value_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("--set " + text + ": the value is not valid YAML: " + e.msg);
+  }
+  std::vector<std::string> parts;
+  std::stringstream stream(path);
+  for (std::string part; std::getline(stream, part, '.');) {
+    if (part.empty()) throw ConfigError("--set " + text + ": empty key in '" + path + "'");
+    parts.push_back(part);
+  }
+  // Walk with explicit node copies: yaml-cpp nodes are handles, so assigning into a child
+  // handle updates the tree.
+  std::vector<YAML::Node> chain{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node current = chain.back();
+    YAML::Node next = current[parts[i]];
+    if (!next || next.IsNull()) {
+      current[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = current[parts[i]];
+    } else if (!next.IsMap()) {
+      throw ConfigError("--set " + text + ": '" + parts[i] + "' is not a mapping in the study");
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = value;
+  source.overrides[path] = "--set " + text;
+}
+
+Options make(YAML::Node root, std::shared_ptr<Source> source) {
+  auto impl = std::make_shared<Options::Impl>();
+  impl->node = root;
+  impl->source = std::move(source);
+  impl->mark = root.Mark();
+  return Options(impl);
+}
+
+Options load(const std::function<YAML::Node()>& parse, const std::string& name,
+             const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = parse();
+  } catch (const YAML::BadFile&) {
+    throw ConfigError(name + ": cannot read the file");
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(format_mark(name, e.mark) + ": YAML syntax error: " + e.msg);
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError(format_mark(name, root.Mark()) + ": expected a mapping of keys at the top level");
+  reject_duplicate_keys(root, name);
+  auto source = std::make_shared<Source>();
+  source->name = name;
+  for (const auto& text : overrides) apply_override(root, text, *source);
+  return make(root, source);
+}
+
+}  // namespace
+
+Options load_file(const std::string& path, const std::vector<std::string>& overrides) {
+  return load([&] { return YAML::LoadFile(path); }, path, overrides);
+}
+
+Options load_string(const std::string& text, const std::string& name,
+                    const std::vector<std::string>& overrides) {
+  return load([&] { return YAML::Load(text); }, name, overrides);
+}
+
+Options from_node(const YAML::Node& node, const std::string& name) {
+  auto source = std::make_shared<Source>();
+  source->name = name;
+  if (node && !node.IsNull() && !node.IsMap())
+    throw ConfigError(name + ": expected a mapping of keys");
+  return make(node ? node : YAML::Node(YAML::NodeType::Null), source);
+}
+
+YAML::Node raw(const Options& options) { return options.impl()->node; }
+
+YAML::Node resolved(const Options& options) {
+  const auto& impl = *options.impl();
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& key : impl.read_order) {
+    auto child = impl.children.find(key);
+    if (child != impl.children.end()) {
+      out[key] = resolved(Options(child->second));
+    } else {
+      auto value = impl.values.find(key);
+      if (value != impl.values.end()) out[key] = value->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace yaml
+}  // namespace induct

@@ -1,0 +1,97 @@
+// The `induct` binary as a user runs it.
+#define BOOST_TEST_MODULE cli
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "support.hpp"
+
+using namespace induct::test;
+
+namespace {
+const std::string kInduct = INDUCT_BINARY;
+const std::string kTiny = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny.yaml";
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(version_and_help) {
+  CommandResult version = run_command(kInduct + " --version");
+  BOOST_TEST(version.exit_code == 0);
+  BOOST_TEST(version.output.find("plugin API 1") != std::string::npos, version.output);
+  CommandResult help = run_command(kInduct + " --help");
+  BOOST_TEST(help.exit_code == 0);
+  BOOST_TEST(help.output.find("validate STUDY.yaml") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(plugins_lists_the_components) {
+  CommandResult r = run_command(kInduct + " plugins");
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("task   modular") != std::string::npos, r.output);
+}
+
+BOOST_AUTO_TEST_CASE(misspelt_key_exits_nonzero_naming_key_and_line) {
+  std::string dir = temp_dir("misspelt");
+  std::string study = read(kTiny);
+  study.replace(study.find("max_steps"), 9, "max_step");
+  std::ofstream(dir + "/bad.yaml") << study;
+  CommandResult r = run_command(kInduct + " run " + dir + "/bad.yaml --out " + dir + "/out");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("bad.yaml:13:3: unknown key 'training.max_step' (did you mean 'max_steps'?)") !=
+                 std::string::npos,
+             r.output);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_models) {
+  CommandResult r = run_command(kInduct + " validate " + kTiny + " --set model.name=transformer");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("unknown model 'transformer' (available models: lstm)") !=
+                 std::string::npos,
+             r.output);
+}
+
+BOOST_AUTO_TEST_CASE(missing_study_file_is_an_error) {
+  CommandResult r = run_command(kInduct + " run /nonexistent.yaml");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("/nonexistent.yaml: no such study file") != std::string::npos, r.output);
+}
+
+BOOST_AUTO_TEST_CASE(validate_prints_the_cell) {
+  CommandResult r = run_command(kInduct + " validate " + kTiny);
+  BOOST_TEST(r.exit_code == 0, r.output);
+  // Lengths 2..5: 60 sequences, validation 0+1+3+6 = 10, N_max = 50.
+  BOOST_TEST(r.output.find("60 distinct sequences, validation 10, N_max 50") != std::string::npos,
+             r.output);
+  BOOST_TEST(r.output.find("4 configurations") != std::string::npos, r.output);
+}
+
+BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
+  std::string dir = temp_dir("run");
+  CommandResult first = run_command(kInduct + " run " + kTiny + " --out " + dir);
+  BOOST_TEST(first.exit_code == 0, first.output);
+  BOOST_TEST(first.output.find("4 configurations (0 already in results.sqlite), 2 worker(s)") !=
+                 std::string::npos,
+             first.output);
+  std::string csv = read(dir + "/train.csv");
+  BOOST_TEST(std::count(csv.begin(), csv.end(), '\n') == 5, csv);
+  BOOST_TEST(csv.find("lr,seed,status,steps") == 0u, csv);
+  std::string config = read(dir + "/config.yaml");
+  BOOST_TEST(config.find("epsilon: 0.0001") != std::string::npos, config);  // defaults resolved
+  CommandResult count = run_command("sqlite3 " + dir + "/results.sqlite 'SELECT count(*) FROM trials'");
+  if (count.exit_code == 0) BOOST_TEST(count.output == "4\n");
+
+  CommandResult second = run_command(kInduct + " run " + kTiny + " --out " + dir);
+  BOOST_TEST(second.exit_code == 0, second.output);
+  BOOST_TEST(second.output.find("4 configurations (4 already in results.sqlite)") !=
+                 std::string::npos,
+             second.output);
+  BOOST_TEST(read(dir + "/train.csv") == csv);  // same table, nothing retrained
+}

@@ -1,0 +1,64 @@
+// Helpers shared by the test binaries.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "induct/task.hpp"
+#include "plugin/registry.hpp"
+
+namespace induct::test {
+
+// Z_m without a plugin, for tests of the core's data code.
+class ZmTask final : public Task {
+ public:
+  explicit ZmTask(int64_t m) : m_(m) {}
+  int64_t num_actions() const override { return m_; }
+  int64_t num_states() const override { return m_; }
+  int64_t initial_state() const override { return 0; }
+  int64_t step(int64_t s, int64_t a) const override { return (s + a) % m_; }
+
+ private:
+  int64_t m_;
+};
+
+// The build's real plugins, loaded once per test binary.
+inline PluginRegistry& plugins() {
+  static PluginRegistry* registry = [] {
+    auto* r = new PluginRegistry();
+    r->load_all({INDUCT_PLUGIN_DIR});
+    return r;
+  }();
+  return *registry;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs a shell command, capturing stdout and stderr together.
+inline CommandResult run_command(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer;
+  size_t got;
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), got);
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+inline std::string temp_dir(const std::string& name) {
+  std::string dir = "/tmp/induct-test-" + name + "-" + std::to_string(::getpid());
+  run_command("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+  return dir;
+}
+
+}  // namespace induct::test

@@ -1,0 +1,94 @@
+// Training: causality of the models, determinism of whole trials, and learning parity.
+#define BOOST_TEST_MODULE training
+#include <boost/test/unit_test.hpp>
+
+#include <ATen/Parallel.h>
+
+#include "options_yaml.hpp"
+#include "support.hpp"
+#include "train/components.hpp"
+
+using namespace induct;
+
+namespace {
+
+struct SingleThread {
+  SingleThread() { at::set_num_threads(1); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(SingleThread);
+
+TrialSpec parity_trial(int L, uint64_t n, int64_t hidden, double lr, int64_t max_steps) {
+  TrialSpec t;
+  t.cell.task = YAML::Load("{name: modular, m: 2}");
+  t.cell.model = YAML::Load("{name: lstm, hidden: " + std::to_string(hidden) + "}");
+  t.cell.format = "acot";
+  t.cell.distribution = "uniform";
+  t.cell.L = L;
+  t.cell.n_cap = 16'000'000;
+  t.n = n;
+  t.lr = lr;
+  t.seed = 10;
+  t.training.max_steps = max_steps;
+  t.training.eval_every = 25;
+  t.max_length = L;
+  return t;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(lstm_is_causal) {
+  auto model = make_model_checked(test::plugins(), yaml::load_string("name: lstm\nhidden: 32", "m.yaml"),
+                                  {12, 10, 10}, 1, torch::kCPU);
+  model->eval();
+  torch::manual_seed(3);
+  torch::Tensor a = torch::randint(0, 5, {3, 10}, torch::kLong);
+  torch::Tensor b = a.clone();
+  b.slice(1, 6) = torch::randint(5, 10, {3, 4}, torch::kLong);  // change positions 6..9
+  torch::Tensor la = model->forward(a), lb = model->forward(b);
+  BOOST_TEST(torch::equal(la.slice(1, 0, 6), lb.slice(1, 0, 6)));
+  BOOST_TEST(!torch::allclose(la.slice(1, 6), lb.slice(1, 6)));
+}
+
+BOOST_AUTO_TEST_CASE(same_seed_same_initial_weights_and_losses) {
+  TrialSpec spec = parity_trial(6, 64, 32, 1e-3, 100);
+  TrialResult first = run_trial(spec, test::plugins());
+  TrialResult second = run_trial(spec, test::plugins());
+  BOOST_REQUIRE(first.history.size() == 4u);
+  BOOST_REQUIRE(second.history.size() == first.history.size());
+  for (size_t i = 0; i < first.history.size(); ++i) {
+    BOOST_TEST(first.history[i].train_loss == second.history[i].train_loss);
+    BOOST_TEST(first.history[i].val_loss == second.history[i].val_loss);
+  }
+  spec.seed = 20;
+  TrialResult other = run_trial(spec, test::plugins());
+  BOOST_TEST(other.history[0].train_loss != first.history[0].train_loss);
+}
+
+BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
+  // Lengths 2..6: 124 sequences, 22 for validation, N_max = 102, all used for training.
+  TrialSpec spec = parity_trial(6, 102, 64, 3e-3, 2000);
+  spec.training.epsilon = 1e-3;
+  TrialResult result = run_trial(spec, test::plugins());
+  BOOST_TEST(result.succeeded(), "status " << to_string(result.status) << ", best loss "
+                                           << result.best_loss << " after " << result.steps);
+  BOOST_TEST(result.last.loss < 1e-3);
+  BOOST_TEST(result.last.final_accuracy == 1.0);
+  BOOST_TEST(result.last.count == 22);
+  BOOST_TEST(result.last.per_length.size() == 4u);  // length 2 has no validation sequence
+}
+
+BOOST_AUTO_TEST_CASE(wrong_output_shape_is_caught_before_training) {
+  PluginRegistry registry;
+  registry.load(std::string(INDUCT_FIXTURE_PLUGIN_DIR) + "/libfixture_wrong_shape.so");
+  try {
+    make_model_checked(registry, yaml::load_string("name: wrong_shape", "m.yaml"), {12, 7, 10}, 1,
+                       torch::kCPU);
+    BOOST_FAIL("no error");
+  } catch (const PluginError& e) {
+    std::string message = e.what();
+    BOOST_TEST(message.find("model 'wrong_shape'") == 0u, message);
+    BOOST_TEST(message.find("forward returned logits of shape [2, 7, 11], expected [2, 7, 12]") !=
+                   std::string::npos,
+               message);
+  }
+}
