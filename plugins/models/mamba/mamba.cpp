@@ -1,0 +1,142 @@
+// Mamba (Gu and Dao 2023) at the paper's size: pre-RMSNorm residual blocks around the
+// selective-scan mixer, final RMSNorm, head tied to the embedding (Mamba's default).
+// Initialisation as the reference implementation: A_log = log(1..N), D = 1, dt bias the inverse
+// softplus of a log-uniform dt in [dt_min, dt_max], dt_proj weights uniform(+-dt_rank^-0.5),
+// embedding N(0, 0.02), out_proj scaled by 1/sqrt(layers). The scan is the SDK's.
+#include <induct/model.hpp>
+#include <induct/nn/norms.hpp>
+#include <induct/nn/scan.hpp>
+#include <induct/plugin.hpp>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include <cmath>
+
+namespace {
+
+struct Config {
+  int64_t vocab = 0, layers = 6, d_model = 256, expand = 2, d_state = 64, d_conv = 4, dt_rank = 16;
+  double dt_min = 1e-3, dt_max = 1e-1;
+  bool tie_embeddings = true;
+  int64_t d_inner() const { return expand * d_model; }
+};
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+class MambaBlock : public torch::nn::Module {
+ public:
+  explicit MambaBlock(const Config& c) : c_(c) {
+    const int64_t Di = c.d_inner(), N = c.d_state, R = c.dt_rank;
+    norm = register_module("norm", induct::nn::RMSNorm(c.d_model));
+    in_proj = register_module("in_proj", linear(c.d_model, 2 * Di, false));
+    conv = register_module("conv", torch::nn::Conv1d(torch::nn::Conv1dOptions(Di, Di, c.d_conv)
+                                                         .groups(Di)
+                                                         .padding(c.d_conv - 1)
+                                                         .bias(true)));
+    x_proj = register_module("x_proj", linear(Di, R + 2 * N, false));
+    dt_proj = register_module("dt_proj", linear(R, Di, true));
+    out_proj = register_module("out_proj", linear(Di, c.d_model, false));
+    A_log = register_parameter(
+        "A_log", torch::log(torch::arange(1, N + 1, torch::kFloat)).repeat({Di, 1}));  // [Di, N]
+    D = register_parameter("D", torch::ones({Di}));
+
+    torch::NoGradGuard no_grad;
+    const double std = 1.0 / std::sqrt(static_cast<double>(R));
+    dt_proj->weight.uniform_(-std, std);
+    auto dt = torch::exp(torch::rand({Di}) * (std::log(c.dt_max) - std::log(c.dt_min)) +
+                         std::log(c.dt_min))
+                  .clamp_min(1e-4);
+    dt_proj->bias.copy_(dt + torch::log(-torch::expm1(-dt)));  // inverse softplus
+    out_proj->weight.div_(std::sqrt(static_cast<double>(c.layers)));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
+    const int64_t T = x.size(1), N = c_.d_state;
+    auto xz = in_proj(norm(x)).chunk(2, -1);                                // 2 x [B, T, Di]
+    auto u = conv(xz[0].transpose(1, 2)).narrow(2, 0, T).transpose(1, 2);   // causal: [B, T, Di]
+    u = torch::silu(u);
+    auto dbc = x_proj(u).split({c_.dt_rank, N, N}, -1);                      // [B, T, R|N|N]
+    auto delta = torch::softplus(dt_proj(dbc[0]));                           // [B, T, Di]
+    auto A = -torch::exp(A_log);                                             // [Di, N]
+    auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D);     // [B, T, Di]
+    return x + out_proj(y * torch::silu(xz[1]));
+  }
+
+  induct::nn::RMSNorm norm{nullptr};
+  torch::nn::Linear in_proj{nullptr}, x_proj{nullptr}, dt_proj{nullptr}, out_proj{nullptr};
+  torch::nn::Conv1d conv{nullptr};
+  torch::Tensor A_log, D;
+
+ private:
+  Config c_;
+};
+
+class Mamba final : public induct::SequenceModel {
+ public:
+  explicit Mamba(const Config& c) {
+    embed_ = register_module("embed", torch::nn::Embedding(c.vocab, c.d_model));
+    {
+      torch::NoGradGuard no_grad;
+      embed_->weight.normal_(0.0, 0.02);
+    }
+    auto list = register_module("blocks", torch::nn::ModuleList());
+    for (int64_t i = 0; i < c.layers; ++i) {
+      blocks_.push_back(std::make_shared<MambaBlock>(c));
+      list->push_back(blocks_.back());
+    }
+    norm_ = register_module("norm", induct::nn::RMSNorm(c.d_model));
+    if (!c.tie_embeddings) head_ = register_module("head", linear(c.d_model, c.vocab, false));
+  }
+
+  torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
+    auto x = embed_(tokens);
+    for (auto& block : blocks_) x = block->forward(x);
+    x = norm_(x);
+    return head_ ? head_(x) : torch::nn::functional::linear(x, embed_->weight);
+  }
+
+ private:
+  torch::nn::Embedding embed_{nullptr};
+  std::vector<std::shared_ptr<MambaBlock>> blocks_;
+  induct::nn::RMSNorm norm_{nullptr};
+  torch::nn::Linear head_{nullptr};
+};
+
+std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
+  const auto& o = ctx.options;
+  Config c;
+  c.vocab = ctx.vocab_size;
+  c.layers = o.get<long>("layers", c.layers);
+  c.d_model = o.get<long>("d_model", c.d_model);
+  c.expand = o.get<long>("expand", c.expand);
+  c.d_state = o.get<long>("d_state", c.d_state);
+  c.d_conv = o.get<long>("d_conv", c.d_conv);
+  c.dt_rank = o.get<long>("dt_rank", c.dt_rank);
+  c.dt_min = o.get<double>("dt_min", c.dt_min);
+  c.dt_max = o.get<double>("dt_max", c.dt_max);
+  c.tie_embeddings = o.get<bool>("tie_embeddings", c.tie_embeddings);
+  const std::pair<const char*, int64_t> sizes[] = {{"layers", c.layers},   {"d_model", c.d_model},
+                                                   {"expand", c.expand},   {"d_state", c.d_state},
+                                                   {"d_conv", c.d_conv},   {"dt_rank", c.dt_rank}};
+  for (const auto& [key, value] : sizes)
+    if (value < 1) o.fail(key, "must be at least 1");
+  if (!(c.dt_min > 0 && c.dt_min < c.dt_max)) o.fail("dt_min", "must satisfy 0 < dt_min < dt_max");
+  return std::make_unique<Mamba>(c);
+}
+
+void register_components(induct::Registrar& r) {
+  r.add_model("mamba",
+              "Mamba (layers=6, d_model=256, expand=2, d_state=64, d_conv=4, dt_rank=16, tie_embeddings=true)",
+              make);
+}
+
+}  // namespace
+
+INDUCT_PLUGIN("mamba", "1.0.0", register_components)

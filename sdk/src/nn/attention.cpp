@@ -1,0 +1,82 @@
+#include "induct/nn/attention.hpp"
+
+#include <torch/nn/functional/dropout.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace induct::nn {
+
+RotaryTables rotary_tables(int64_t rotary_dim, int64_t max_length, double theta) {
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0)
+    throw std::invalid_argument("rotary dimension must be positive and even");
+  auto i = torch::arange(0, rotary_dim, 2, torch::kDouble);
+  auto inv_freq = torch::pow(theta, -i / static_cast<double>(rotary_dim));      // [rd/2]
+  auto t = torch::arange(max_length, torch::kDouble);
+  auto freqs = torch::outer(t, inv_freq);                                         // [T, rd/2]
+  auto angles = torch::cat({freqs, freqs}, -1);                                   // [T, rd]
+  return {angles.cos().to(torch::kFloat), angles.sin().to(torch::kFloat)};
+}
+
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
+                           const torch::Tensor& sin) {
+  const int64_t rd = cos.size(-1);
+  const int64_t T = x.size(-2);
+  auto c = cos.slice(0, 0, T).to(x.dtype());  // [T, rd]
+  auto s = sin.slice(0, 0, T).to(x.dtype());
+  auto rot = x.narrow(-1, 0, rd);             // [B, H, T, rd]
+  auto halves = rot.chunk(2, -1);
+  auto rotated = torch::cat({-halves[1], halves[0]}, -1);
+  auto out = rot * c + rotated * s;
+  if (rd == x.size(-1)) return out;
+  return torch::cat({out, x.narrow(-1, rd, x.size(-1) - rd)}, -1);
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const AttentionOptions& options)
+    : options_(options) {
+  if (options.dim % options.heads != 0)
+    throw std::invalid_argument("attention: dim must be divisible by heads");
+  if (options.max_length < 1) throw std::invalid_argument("attention: max_length must be set");
+  qkv = register_module(
+      "qkv", torch::nn::Linear(torch::nn::LinearOptions(options.dim, 3 * options.dim).bias(options.bias)));
+  out = register_module(
+      "out", torch::nn::Linear(torch::nn::LinearOptions(options.dim, options.dim).bias(options.bias)));
+  mask_ = register_buffer(
+      "causal_mask",
+      torch::ones({options.max_length, options.max_length}, torch::kBool).triu(1));
+  if (options.rotary_dim > 0) {
+    RotaryTables tables = rotary_tables(options.rotary_dim, options.max_length, options.rope_theta);
+    cos_ = register_buffer("rotary_cos", tables.cos);
+    sin_ = register_buffer("rotary_sin", tables.sin);
+  }
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  const int64_t H = options_.heads, Dh = C / H;
+  if (T > options_.max_length)
+    throw std::invalid_argument("attention: sequence of " + std::to_string(T) +
+                                " tokens, built for at most " +
+                                std::to_string(options_.max_length));
+  auto parts = qkv(x).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3 x [B, H, T, Dh]
+  auto q = parts[0], k = parts[1], v = parts[2];
+  if (options_.rotary_dim > 0) {
+    q = apply_rotary(q, cos_, sin_);
+    k = apply_rotary(k, cos_, sin_);
+  }
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(Dh)));
+  scores = scores.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T),
+                              -std::numeric_limits<float>::infinity());  // [B, H, T, T]
+  auto weights = torch::softmax(scores, -1);
+  if (options_.dropout > 0)
+    weights = torch::nn::functional::dropout(
+        weights, torch::nn::functional::DropoutFuncOptions().p(options_.dropout).training(is_training()));
+  auto y = torch::matmul(weights, v).transpose(1, 2).reshape({B, T, C});  // [B, T, C]
+  y = out(y);
+  if (options_.dropout > 0)
+    y = torch::nn::functional::dropout(
+        y, torch::nn::functional::DropoutFuncOptions().p(options_.dropout).training(is_training()));
+  return y;
+}
+
+}  // namespace induct::nn

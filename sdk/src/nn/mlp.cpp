@@ -1,0 +1,41 @@
+#include "induct/nn/mlp.hpp"
+
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/dropout.h>
+
+namespace induct::nn {
+
+torch::Tensor activate(const torch::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGeluTanh: return torch::gelu(x, "tanh");
+    case Activation::kGelu: return torch::gelu(x);
+    case Activation::kSilu: return torch::silu(x);
+  }
+  return x;
+}
+
+MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, bool bias, double dropout)
+    : activation_(activation), dropout_(dropout) {
+  fc = register_module("fc", torch::nn::Linear(torch::nn::LinearOptions(dim, hidden).bias(bias)));
+  proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(hidden, dim).bias(bias)));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  auto y = proj(activate(fc(x), activation_));
+  if (dropout_ > 0)
+    y = torch::nn::functional::dropout(
+        y, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+  return y;
+}
+
+SwiGluImpl::SwiGluImpl(int64_t dim, int64_t hidden) {
+  gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(dim, hidden).bias(false)));
+  up = register_module("up", torch::nn::Linear(torch::nn::LinearOptions(dim, hidden).bias(false)));
+  down = register_module("down", torch::nn::Linear(torch::nn::LinearOptions(hidden, dim).bias(false)));
+}
+
+torch::Tensor SwiGluImpl::forward(const torch::Tensor& x) {
+  return down(torch::silu(gate(x)) * up(x));
+}
+
+}  // namespace induct::nn
