@@ -1,6 +1,4 @@
 // The worker side of the pool, and the in-process runner: both run trials with run_trial().
-#include <ATen/Parallel.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,6 +9,7 @@
 #include "plugin/registry.hpp"
 #include "train/components.hpp"
 #include "train/pool.hpp"
+#include "util/process.hpp"
 
 namespace induct {
 
@@ -60,7 +59,7 @@ class WorkerObserver final : public TrainObserver {
 int worker_main(int threads) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator
   if (::getppid() == 1) return 0;
-  at::set_num_threads(std::max(1, threads));
+  configure_process(std::max(1, threads));
   PluginRegistry registry;
   std::vector<std::string> loaded_path;
   MessageReader jobs(kJobsFd);

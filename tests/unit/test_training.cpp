@@ -2,20 +2,19 @@
 #define BOOST_TEST_MODULE training
 #include <boost/test/unit_test.hpp>
 
-#include <ATen/Parallel.h>
-
 #include "options_yaml.hpp"
 #include "support.hpp"
 #include "train/components.hpp"
+#include "util/process.hpp"
 
 using namespace induct;
 
 namespace {
 
-struct SingleThread {
-  SingleThread() { at::set_num_threads(1); }
+struct Process {
+  Process() { configure_process(1); }
 };
-BOOST_TEST_GLOBAL_FIXTURE(SingleThread);
+BOOST_TEST_GLOBAL_FIXTURE(Process);
 
 TrialSpec parity_trial(int L, uint64_t n, int64_t hidden, double lr, int64_t max_steps) {
   TrialSpec t;

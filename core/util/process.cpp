@@ -1,0 +1,13 @@
+#include "util/process.hpp"
+
+#include <ATen/Parallel.h>
+#include <malloc.h>
+
+namespace induct {
+
+void configure_process(int threads) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (threads > 0) at::set_num_threads(threads);
+}
+
+}  // namespace induct

@@ -1,0 +1,183 @@
+// Every in-tree model: causal, seeded initialisation, the closed-form parameter count at the
+// paper's size, a gradient for every parameter, and a tiny configuration that learns parity.
+#define BOOST_TEST_MODULE models
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include "options_yaml.hpp"
+#include "support.hpp"
+#include "train/components.hpp"
+#include "util/process.hpp"
+
+using namespace induct;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+struct Process {
+  Process() { configure_process(1); }
+};
+BOOST_TEST_GLOBAL_FIXTURE(Process);
+
+// Small configurations (seconds to train).
+const std::map<std::string, std::string> kSmall = {
+    {"lstm", "{name: lstm, hidden: 32}"},
+    {"gpt2", "{name: gpt2, layers: 2, d_model: 32, heads: 4, d_ff: 64}"},
+    {"llama", "{name: llama, layers: 2, d_model: 32, heads: 4, d_ff: 64}"},
+    {"pythia", "{name: pythia, layers: 2, d_model: 32, heads: 4, d_ff: 64}"},
+    {"dense_ssm", "{name: dense_ssm, hidden: 16}"},
+    {"mamba", "{name: mamba, layers: 1, d_model: 16, d_state: 8, dt_rank: 4}"},
+};
+const std::vector<std::string> kModels = {"lstm", "gpt2", "llama", "pythia", "dense_ssm", "mamba"};
+
+std::shared_ptr<SequenceModel> make(const std::string& yaml, int64_t vocab, int64_t length,
+                                    uint64_t seed) {
+  return make_model_checked(test::plugins(), yaml::from_node(YAML::Load(yaml), "model.yaml"),
+                            {vocab, length, vocab - 2}, seed, torch::kCPU);
+}
+
+int64_t count(const SequenceModel& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(model_is_causal, bdata::make(kModels), name) {
+  auto model = make(kSmall.at(name), 12, 10, 1);
+  model->eval();
+  torch::manual_seed(3);
+  torch::Tensor a = torch::randint(0, 10, {3, 10}, torch::kLong);
+  torch::Tensor b = a.clone();
+  b.slice(1, 6) = (b.slice(1, 6) + 1 + torch::randint(0, 8, {3, 4}, torch::kLong)) % 10;
+  torch::Tensor la = model->forward(a), lb = model->forward(b);
+  BOOST_TEST(torch::allclose(la.slice(1, 0, 6), lb.slice(1, 0, 6), 1e-6, 1e-6));
+  BOOST_TEST(!torch::allclose(la.slice(1, 6), lb.slice(1, 6), 1e-4, 1e-4));
+}
+
+BOOST_DATA_TEST_CASE(same_seed_same_initial_weights, bdata::make(kModels), name) {
+  auto a = make(kSmall.at(name), 12, 10, 7), b = make(kSmall.at(name), 12, 10, 7);
+  auto c = make(kSmall.at(name), 12, 10, 8);
+  auto pa = a->named_parameters(), pb = b->named_parameters(), pc = c->named_parameters();
+  bool all_equal = true, some_differ = false;
+  for (const auto& p : pa) {
+    all_equal = all_equal && torch::equal(p.value(), pb[p.key()]);
+    some_differ = some_differ || !torch::equal(p.value(), pc[p.key()]);
+  }
+  BOOST_TEST(all_equal);
+  BOOST_TEST(some_differ);
+}
+
+BOOST_DATA_TEST_CASE(every_parameter_receives_a_gradient, bdata::make(kModels), name) {
+  auto model = make(kSmall.at(name), 12, 8, 1);
+  model->train();
+  torch::manual_seed(5);
+  auto logits = model->forward(torch::randint(0, 10, {4, 8}, torch::kLong));
+  logits.pow(2).mean().backward();
+  for (const auto& p : model->named_parameters()) {
+    BOOST_TEST_CONTEXT("parameter " << p.key()) {
+      BOOST_REQUIRE(p.value().grad().defined());
+      const double magnitude = p.value().grad().abs().sum().item().toDouble();
+      BOOST_TEST(magnitude > 0);
+    }
+  }
+}
+
+// Closed-form counts at the paper's sizes (SPEC.md section 8) for V = 12 (Z_5) and 20 positions.
+BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
+  const int64_t V = 12, P = 20, d = 256, ff = 1024, layers = 6;
+  // GPT-2: token and position embeddings, per layer 2 LayerNorms, qkv and out with biases, MLP
+  // with biases; final LayerNorm; head tied.
+  const int64_t gpt2_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * ff + ff) + (ff * d + d);
+  BOOST_TEST(count(*make("{name: gpt2}", V, P, 0)) == V * d + P * d + layers * gpt2_layer + 2 * d);
+  // Llama: embedding, per layer 2 RMSNorms, qkv and out without biases, SwiGLU (3 matrices);
+  // final RMSNorm; untied head.
+  const int64_t llama_layer = 2 * d + 4 * d * d + 3 * d * ff;
+  BOOST_TEST(count(*make("{name: llama}", V, P, 0)) == V * d + layers * llama_layer + d + d * V);
+  // Pythia: like GPT-2 per layer, no position embedding, untied head.
+  BOOST_TEST(count(*make("{name: pythia}", V, P, 0)) == V * d + layers * gpt2_layer + 2 * d + d * V);
+  // LSTM: embedding, 4 gates x (input + recurrent) weights and two biases, head with bias.
+  for (int64_t H : {256, 768})
+    BOOST_TEST(count(*make("{name: lstm, hidden: " + std::to_string(H) + "}", V, P, 0)) ==
+               V * H + 4 * H * (H + H) + 8 * H + H * V + V);
+  // Dense-SSM: embedding, the H x H x E tensor, h_0, head with bias; low rank: U, V, W.
+  BOOST_TEST(count(*make("{name: dense_ssm}", V, P, 0)) == V * d + d * d * d + d + d * V + V);
+  BOOST_TEST(count(*make("{name: dense_ssm, rank: 32}", V, P, 0)) ==
+             V * d + (d * 32 + d * 32 + d * 32) + d + d * V + V);
+  // Mamba: embedding (tied head), per layer RMSNorm, in_proj, depthwise conv with bias,
+  // x_proj, dt_proj with bias, A_log, D, out_proj; final RMSNorm.
+  const int64_t Di = 2 * d, N = 64, R = 16, K = 4;
+  const int64_t mamba_layer = d + d * 2 * Di + (Di * K + Di) + Di * (R + 2 * N) + (R * Di + Di) +
+                              Di * N + Di + Di * d;
+  BOOST_TEST(count(*make("{name: mamba}", V, P, 0)) == V * d + layers * mamba_layer + d);
+}
+
+BOOST_AUTO_TEST_CASE(gpt2_positions_cover_the_longest_sequence) {
+  try {
+    make("{name: gpt2, layers: 1, d_model: 16, heads: 2, d_ff: 16, positions: 5}", 12, 10, 0);
+    BOOST_FAIL("no error");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).find("positions: must cover the longest sequence of the study (10 tokens)") != std::string::npos, e.what());
+  }
+}
+
+namespace {
+TrialResult learn_parity(const std::string& model_yaml, const std::string& format, double lr,
+                         int64_t max_steps) {
+  TrialSpec t;
+  t.cell.task = YAML::Load("{name: modular, m: 2}");
+  t.cell.model = YAML::Load(model_yaml);
+  t.cell.format = format;
+  t.cell.distribution = "uniform";
+  t.cell.L = 6;
+  t.cell.n_cap = 16'000'000;
+  t.n = 102;  // N_max of parity at lengths 2..6
+  t.lr = lr;
+  t.seed = 10;
+  t.training.max_steps = max_steps;
+  t.training.eval_every = 25;
+  t.training.epsilon = 1e-3;
+  t.max_length = format == "cot" ? 12 : 6;
+  return run_trial(t, test::plugins());
+}
+}  // namespace
+
+// LSTM and Dense-SSM learn parity with ACoT at lengths 2..6 from its 102 training sequences:
+// validation loss below epsilon.
+BOOST_DATA_TEST_CASE(tiny_recurrent_model_learns_parity,
+                     bdata::make(std::vector<std::string>{"lstm", "dense_ssm"}) ^
+                         bdata::make(std::vector<double>{3e-3, 1e-2}),
+                     name, lr) {
+  TrialResult r = learn_parity(kSmall.at(name), "acot", lr, 1500);
+  BOOST_TEST(r.succeeded(), name << ": " << to_string(r.status) << ", best loss " << r.best_loss
+                                  << " after " << r.steps << " steps");
+}
+
+// Transformers (CoT) and Mamba (ACoT) fit the same 102 sequences and predict held-out ones
+// well above chance, but 102 sequences are too few for them to reach epsilon on held-out data
+// (measured: validation loss 0.05-0.4 after 3000 steps, while training loss goes below 1e-4):
+// the data hunger the paper measures. So the test asks for fitting and generalization above
+// chance, not for success.
+BOOST_DATA_TEST_CASE(tiny_model_fits_parity_and_beats_chance,
+                     bdata::make(std::vector<std::string>{"gpt2", "llama", "pythia", "mamba"}) ^
+                         bdata::make(std::vector<std::string>{"cot", "cot", "cot", "acot"}),
+                     name, format) {
+  // Without dropout, so that the training loss measures fitting.
+  std::string model = kSmall.at(name);
+  if (name == "gpt2") model.replace(model.size() - 1, 1, ", dropout: 0}");
+  TrialResult r = learn_parity(model, format, 3e-3, 1000);
+  BOOST_REQUIRE(!r.history.empty());
+  BOOST_TEST(r.history.back().train_loss < 0.02, name << ": training loss " << r.history.back().train_loss);
+  BOOST_TEST(r.last.token_accuracy > 0.85, name << ": validation token accuracy " << r.last.token_accuracy);
+}
+
+// Dropout draws from torch's generator, which the trial seeds: two runs are identical.
+BOOST_AUTO_TEST_CASE(gpt2_with_dropout_trains_deterministically) {
+  auto once = [] { return learn_parity(kSmall.at("gpt2"), "cot", 1e-3, 50); };
+  TrialResult a = once(), b = once();
+  BOOST_REQUIRE(a.history.size() == 2u);
+  BOOST_TEST(a.history[1].train_loss == b.history[1].train_loss);
+  BOOST_TEST(a.history[1].val_loss == b.history[1].val_loss);
+}
+
