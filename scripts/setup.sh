@@ -11,6 +11,7 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-test-dev
   libyaml-cpp-dev
   libsqlite3-dev sqlite3
+  python3-torch         # Debian's PyTorch 1.13: the reference models of bench/reference (tests, benchmarks)
 )
 
 missing=()

@@ -1,0 +1,247 @@
+"""Plain PyTorch reference implementations of induct's in-tree models.
+
+Written from the papers and SPEC.md section 8, independently of the C++ plugins, with the same
+parameter names so that weights saved by C++ load here with strict=True. Used to check the
+C++ logits (check_logits.py) and as the Python side of the benchmarks. Run with Debian's
+/usr/bin/python3 (python3-torch 1.13).
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LSTM(nn.Module):
+    def __init__(self, vocab, hidden=256):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):  # (b, t) -> (b, t, v)
+        h, _ = self.lstm(self.embed(tokens))
+        return self.head(h)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate(x, rotary_dim, theta):
+    """Rotary embedding, rotate-half convention, on the first rotary_dim features of each head.
+    x: (b, h, t, dh)"""
+    t = x.shape[-2]
+    inv_freq = theta ** (-torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim)
+    angles = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+    angles = torch.cat([angles, angles], -1)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    x1, x2 = rot.chunk(2, -1)
+    rot = rot * cos + torch.cat([-x2, x1], -1) * sin
+    return torch.cat([rot, rest], -1)
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, bias, dropout, rotary_dim, theta):
+        super().__init__()
+        self.heads, self.dropout, self.rotary_dim, self.theta = heads, dropout, rotary_dim, theta
+        self.qkv = nn.Linear(d, 3 * d, bias=bias)
+        self.out = nn.Linear(d, d, bias=bias)
+
+    def forward(self, x):  # (b, t, d)
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if self.rotary_dim:
+            q, k = rotate(q, self.rotary_dim, self.theta), rotate(k, self.rotary_dim, self.theta)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)  # (b, h, t, t)
+        causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+        weights = F.dropout(scores.masked_fill(causal, float("-inf")).softmax(-1),
+                            self.dropout, self.training)
+        y = (weights @ v).transpose(1, 2).reshape(b, t, d)
+        return F.dropout(self.out(y), self.dropout, self.training)
+
+
+class Mlp(nn.Module):
+    def __init__(self, d, hidden, approximate, bias, dropout):
+        super().__init__()
+        self.fc, self.proj = nn.Linear(d, hidden, bias=bias), nn.Linear(hidden, d, bias=bias)
+        self.approximate, self.dropout = approximate, dropout
+
+    def forward(self, x):
+        y = self.proj(F.gelu(self.fc(x), approximate=self.approximate))
+        return F.dropout(y, self.dropout, self.training)
+
+
+class SwiGlu(nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.gate = nn.Linear(d, hidden, bias=False)
+        self.up = nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+STYLES = {
+    # learned positions, rms, parallel, swiglu, bias, tied, gelu approximation, rotary fraction
+    "gpt2": dict(positions=True, rms=False, parallel=False, swiglu=False, bias=True, tied=True,
+                 gelu="tanh", rotary=0.0),
+    "llama": dict(positions=False, rms=True, parallel=False, swiglu=True, bias=False, tied=False,
+                  gelu=None, rotary=1.0),
+    "pythia": dict(positions=False, rms=False, parallel=True, swiglu=False, bias=True, tied=False,
+                   gelu="none", rotary=0.25),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, s, d, heads, d_ff, dropout, theta, eps):
+        super().__init__()
+        norm = (lambda: RMSNorm(d, eps)) if s["rms"] else (lambda: nn.LayerNorm(d, eps=eps))
+        self.parallel = s["parallel"]
+        self.norm1 = norm()
+        self.attn = Attention(d, heads, s["bias"], dropout, int(d // heads * s["rotary"]), theta)
+        self.norm2 = norm()
+        self.mlp = SwiGlu(d, d_ff) if s["swiglu"] else Mlp(d, d_ff, s["gelu"], s["bias"], dropout)
+
+    def forward(self, x):
+        if self.parallel:
+            return x + self.attn(self.norm1(x)) + self.mlp(self.norm2(x))
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, style, vocab, max_length, layers=6, d_model=256, heads=4, d_ff=1024,
+                 dropout=None, positions=None, rope_theta=None, rotary_pct=None, norm_eps=1e-5):
+        super().__init__()
+        s = dict(STYLES[style])
+        if rotary_pct is not None:
+            s["rotary"] = rotary_pct
+        if dropout is None:
+            dropout = 0.1 if style == "gpt2" else 0.0
+        if rope_theta is None:
+            rope_theta = 500000.0 if style == "llama" else 10000.0
+        self.s, self.dropout = s, dropout
+        self.tok = nn.Embedding(vocab, d_model)
+        if s["positions"]:
+            self.pos = nn.Embedding(positions or max_length, d_model)
+        self.blocks = nn.ModuleList(
+            Block(s, d_model, heads, d_ff, dropout, rope_theta, norm_eps) for _ in range(layers))
+        self.norm = RMSNorm(d_model, norm_eps) if s["rms"] else nn.LayerNorm(d_model, eps=norm_eps)
+        if not s["tied"]:
+            self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):  # (b, t) -> (b, t, v)
+        x = self.tok(tokens)
+        if self.s["positions"]:
+            x = x + self.pos(torch.arange(tokens.shape[1]))
+        x = F.dropout(x, self.dropout, self.training)
+        for block in self.blocks:
+            x = block(x)
+        x = self.norm(x)
+        return x @ self.tok.weight.t() if self.s["tied"] else self.head(x)
+
+
+class DenseSSM(nn.Module):
+    """h_t = A(x_t) h_{t-1}, A(x)_ij = sum_k W_ijk x_k, optionally A(x) = U diag(V^T x) W^T."""
+
+    def __init__(self, vocab, hidden=256, embed=None, rank=0, normalize=True):
+        super().__init__()
+        embed = embed or hidden
+        self.rank, self.normalize = rank, normalize
+        self.embed = nn.Embedding(vocab, embed)
+        if rank == 0:
+            self.W = nn.Parameter(torch.zeros(hidden, hidden, embed))
+        else:
+            self.U = nn.Parameter(torch.zeros(hidden, rank))
+            self.V = nn.Parameter(torch.zeros(embed, rank))
+            self.W = nn.Parameter(torch.zeros(hidden, rank))
+        self.h0 = nn.Parameter(torch.zeros(hidden))
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)  # (b, t, e)
+        h = self.h0.expand(tokens.shape[0], -1)
+        states = []
+        for t in range(tokens.shape[1]):
+            if self.rank == 0:
+                A = torch.einsum("ijk,bk->bij", self.W, x[:, t])  # contracted per step
+                h = torch.einsum("bij,bj->bi", A, h)
+            else:
+                h = ((h @ self.W) * (x[:, t] @ self.V)) @ self.U.t()
+            if self.normalize:
+                h = h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+            states.append(h)
+        return self.head(torch.stack(states, 1))
+
+
+class MambaBlock(nn.Module):
+    def __init__(self, d, expand, d_state, d_conv, dt_rank):
+        super().__init__()
+        di = expand * d
+        self.d_state, self.dt_rank = d_state, dt_rank
+        self.norm = RMSNorm(d)
+        self.in_proj = nn.Linear(d, 2 * di, bias=False)
+        self.conv = nn.Conv1d(di, di, d_conv, groups=di, padding=d_conv - 1)
+        self.x_proj = nn.Linear(di, dt_rank + 2 * d_state, bias=False)
+        self.dt_proj = nn.Linear(dt_rank, di)
+        self.out_proj = nn.Linear(di, d, bias=False)
+        self.A_log = nn.Parameter(torch.zeros(di, d_state))
+        self.D = nn.Parameter(torch.ones(di))
+
+    def forward(self, x):  # (b, l, d)
+        l = x.shape[1]
+        u, z = self.in_proj(self.norm(x)).chunk(2, -1)  # (b, l, d_in)
+        u = F.silu(self.conv(u.transpose(1, 2))[..., :l].transpose(1, 2))
+        dt, B, C = self.x_proj(u).split([self.dt_rank, self.d_state, self.d_state], -1)
+        delta = F.softplus(self.dt_proj(dt))  # (b, l, d_in)
+        A = -torch.exp(self.A_log)  # (d_in, n)
+        h = torch.zeros(x.shape[0], u.shape[2], self.d_state)
+        ys = []
+        for t in range(l):  # sequential selective scan (mamba-minimal)
+            h = torch.exp(delta[:, t, :, None] * A) * h + \
+                delta[:, t, :, None] * B[:, t, None, :] * u[:, t, :, None]
+            ys.append((h * C[:, t, None, :]).sum(-1))
+        y = torch.stack(ys, 1) + u * self.D
+        return x + self.out_proj(y * F.silu(z))
+
+
+class Mamba(nn.Module):
+    def __init__(self, vocab, layers=6, d_model=256, expand=2, d_state=64, d_conv=4, dt_rank=16,
+                 tie_embeddings=True, dt_min=None, dt_max=None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(
+            MambaBlock(d_model, expand, d_state, d_conv, dt_rank) for _ in range(layers))
+        self.norm = RMSNorm(d_model)
+        self.tied = tie_embeddings
+        if not tie_embeddings:
+            self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        x = self.norm(x)
+        return x @ self.embed.weight.t() if self.tied else self.head(x)
+
+
+def build(name, vocab, max_length, options):
+    """The reference model for an induct model name and its resolved options."""
+    if name == "lstm":
+        return LSTM(vocab, **options)
+    if name in STYLES:
+        return Transformer(name, vocab, max_length, **options)
+    if name == "dense_ssm":
+        return DenseSSM(vocab, **options)
+    if name == "mamba":
+        return Mamba(vocab, **options)
+    raise ValueError(f"no reference implementation for model '{name}'")

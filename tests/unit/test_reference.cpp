@@ -1,0 +1,93 @@
+// Numerical reference: every in-tree model's logits against an independent plain PyTorch
+// implementation (bench/reference/models.py) given the same weights, to 1e-5 relative error.
+// Needs Debian's /usr/bin/python3 with python3-torch; without it this test exits 77, which
+// ctest reports as skipped (never as passed).
+#define BOOST_TEST_MODULE reference
+#include <boost/test/data/test_case.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "options_yaml.hpp"
+#include "support.hpp"
+#include "train/components.hpp"
+#include "util/process.hpp"
+
+using namespace induct;
+namespace bdata = boost::unit_test::data;
+
+namespace {
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kChecker = std::string(INDUCT_SOURCE_DIR) + "/bench/reference/check_logits.py";
+
+struct Setup {
+  Setup() {
+    configure_process(1);
+    if (test::run_command(kPython + " -c 'import torch, numpy'").exit_code != 0) {
+      std::cout << "SKIPPED: " << kPython << " cannot import torch and numpy (install python3-torch)\n";
+      std::exit(77);
+    }
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(Setup);
+
+// The paper's sizes (SPEC.md section 8).
+const std::vector<std::string> kModels = {
+    "{name: lstm, hidden: 256}",
+    "{name: gpt2}",
+    "{name: llama}",
+    "{name: pythia}",
+    "{name: dense_ssm}",
+    "{name: dense_ssm, hidden: 64, rank: 16, normalize: false}",
+    "{name: mamba}",
+};
+
+void write_raw(const std::string& path, const torch::Tensor& t) {
+  auto c = t.contiguous();
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(logits_match_the_pytorch_reference, bdata::make(kModels), yaml_text) {
+  const int64_t V = 12, T = 10, B = 2;
+  Options options = yaml::from_node(YAML::Load(yaml_text), "model.yaml");
+  auto model = make_model_checked(test::plugins(), options, {V, T, V - 2}, 42, torch::kCPU);
+  model->eval();
+  torch::manual_seed(1);
+  torch::Tensor tokens = torch::randint(0, V - 2, {B, T}, torch::kLong);
+  torch::Tensor logits;
+  {
+    torch::NoGradGuard no_grad;
+    logits = model->forward(tokens).to(torch::kFloat);
+  }
+  const std::string name = options.get<std::string>("name", "");
+  const std::string dir = test::temp_dir("reference-" + name + std::to_string(yaml_text.size()));
+  {
+    std::ofstream config(dir + "/config.txt");
+    config << "model=" << name << "\nvocab=" << V << "\nmax_length=" << T << "\nbatch=" << B << "\n";
+    for (const auto& entry : yaml::resolved(options))
+      if (entry.first.as<std::string>() != "name")
+        config << entry.first.as<std::string>() << "=" << entry.second.as<std::string>() << "\n";
+    std::ofstream params(dir + "/params.txt");
+    int index = 0;
+    for (const auto& p : model->named_parameters()) {
+      const std::string file = "p" + std::to_string(index++) + ".bin";
+      write_raw(dir + "/" + file, p.value().detach().to(torch::kFloat));
+      params << p.key() << " " << file;
+      for (int64_t s : p.value().sizes()) params << " " << s;
+      params << "\n";
+    }
+  }
+  write_raw(dir + "/tokens.bin", tokens);
+  write_raw(dir + "/logits.bin", logits);
+  auto result = test::run_command(kPython + " " + kChecker + " " + dir);
+  BOOST_TEST_MESSAGE(result.output);
+  BOOST_TEST(result.exit_code == 0, yaml_text << ": " << result.output);
+  BOOST_TEST(result.output.find("ok") != std::string::npos, result.output);
+  test::run_command("rm -rf '" + dir + "'");
+}
