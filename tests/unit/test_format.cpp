@@ -96,3 +96,47 @@ BOOST_AUTO_TEST_CASE(modular_plugin_refuses_m_below_2) {
     BOOST_TEST(message.find("m: must be at least 2") != std::string::npos, message);
   }
 }
+
+namespace {
+std::shared_ptr<Task> permutation(int m) {
+  auto options = yaml::load_string("name: permutation\nm: " + std::to_string(m), "task.yaml");
+  return test::plugins().make_task("permutation", TaskContext{options});
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(permutation_numbers_s3_lexicographically) {
+  auto s3 = permutation(3);
+  BOOST_TEST(s3->num_actions() == 6);
+  BOOST_TEST(s3->num_states() == 6);
+  BOOST_TEST(s3->initial_state() == 0);
+  const char* expected[] = {"[0 1 2]", "[0 2 1]", "[1 0 2]", "[1 2 0]", "[2 0 1]", "[2 1 0]"};
+  for (int i = 0; i < 6; ++i) BOOST_TEST(s3->action_name(i) == expected[i]);
+}
+
+BOOST_AUTO_TEST_CASE(permutation_composes_action_after_state) {
+  auto s3 = permutation(3);
+  // state [0 2 1] then action [1 0 2]: i -> a(s(i)) = [1 2 0] (index 3)
+  BOOST_TEST(s3->step(1, 2) == 3);
+  // state [1 0 2] then action [0 2 1]: [2 0 1] (index 4): S_3 does not commute
+  BOOST_TEST(s3->step(2, 1) == 4);
+  for (int s = 0; s < 6; ++s) {
+    BOOST_TEST(s3->step(s, 0) == s);  // the identity action
+    BOOST_TEST(s3->step(0, s) == s);  // from the identity state
+  }
+}
+
+BOOST_AUTO_TEST_CASE(permutation_s5_is_a_group_of_120) {
+  auto s5 = permutation(5);
+  BOOST_TEST(s5->num_actions() == 120);
+  Transitions t(s5, "permutation");  // checks every transition is a state
+  for (int s = 0; s < 120; ++s) {
+    int inverses = 0;
+    for (int a = 0; a < 120; ++a) inverses += t.step(s, a) == 0;
+    BOOST_TEST(inverses == 1);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(permutation_refuses_m_out_of_range) {
+  BOOST_CHECK_THROW(permutation(2), ConfigError);
+  BOOST_CHECK_THROW(permutation(8), ConfigError);
+}

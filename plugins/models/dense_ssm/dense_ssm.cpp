@@ -15,6 +15,9 @@
 
 namespace {
 
+// Up to this vocabulary size the full model multiplies by all per-token matrices at once.
+constexpr int64_t kSideBySideVocab = 32;
+
 struct Config {
   int64_t vocab = 0, hidden = 256, embed = 256, rank = 0;
   bool normalize = true;
@@ -40,17 +43,28 @@ class DenseSsm final : public induct::SequenceModel {
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    const int64_t B = tokens.size(0), H = c_.hidden;
+    const int64_t B = tokens.size(0), H = c_.hidden, V = c_.vocab;
     const torch::Tensor& e = embed_->weight;  // [V, E]
-    torch::Tensor per_token;                  // full: A_v [V, H, H]; low rank: V^T e_v [V, R]
-    if (c_.rank == 0)
-      per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({-1, H, H});
-    else
+    // Small vocabularies: one GEMM per step against every token's matrix side by side,
+    // [B, H] x [H, V*H], then pick each row's token (no [B, H, H] gather per step).
+    const bool side_by_side = c_.rank == 0 && V <= kSideBySideVocab;
+    torch::Tensor per_token;
+    if (side_by_side)  // [H(j), V*H(i)]: entry (j, v*H + i) = A_v[i, j]
+      per_token = torch::matmul(W_.permute({1, 0, 2}).reshape({H * H, c_.embed}), e.t())
+                      .reshape({H, H, V})
+                      .permute({0, 2, 1})
+                      .reshape({H, V * H});
+    else if (c_.rank == 0)  // A_v: [V, H, H]
+      per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({V, H, H});
+    else  // V^T e_v: [V, R]
       per_token = torch::matmul(e, V_);
     auto h = h0_.expand({B, H});  // [B, H]
     std::vector<torch::Tensor> states;
     for (const auto& token : tokens.unbind(1)) {  // token: [B]
-      if (c_.rank == 0) {
+      if (side_by_side) {
+        auto all = torch::matmul(h, per_token).view({B, V, H});                  // [B, V, H]
+        h = all.gather(1, token.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);  // [B, H]
+      } else if (c_.rank == 0) {
         auto A = per_token.index_select(0, token);              // [B, H, H]
         h = torch::bmm(A, h.unsqueeze(-1)).squeeze(-1);          // [B, H]
       } else {

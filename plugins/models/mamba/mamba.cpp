@@ -60,13 +60,23 @@ class MambaBlock : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
     const int64_t T = x.size(1), N = c_.d_state;
     auto xz = in_proj(norm(x)).chunk(2, -1);                                // 2 x [B, T, Di]
-    auto u = conv(xz[0].transpose(1, 2)).narrow(2, 0, T).transpose(1, 2);   // causal: [B, T, Di]
-    u = torch::silu(u);
+    auto u = torch::silu(causal_conv(xz[0]));                                // [B, T, Di]
     auto dbc = x_proj(u).split({c_.dt_rank, N, N}, -1);                      // [B, T, R|N|N]
     auto delta = torch::softplus(dt_proj(dbc[0]));                           // [B, T, Di]
     auto A = -torch::exp(A_log);                                             // [Di, N]
     auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D);     // [B, T, Di]
     return x + out_proj(y * torch::silu(xz[1]));
+  }
+
+  // The depthwise causal convolution of `conv`'s weights as K shifted multiply-adds:
+  // u_t = bias + sum_k w_k x_{t-K+1+k}. (Conv1d with groups = channels ran as many tiny GEMMs.)
+  torch::Tensor causal_conv(const torch::Tensor& x) {  // [B, T, Di] -> [B, T, Di]
+    const int64_t T = x.size(1), K = c_.d_conv;
+    auto padded = torch::constant_pad_nd(x, {0, 0, K - 1, 0});  // [B, K-1+T, Di]
+    auto w = conv->weight.squeeze(1).t();                        // [K, Di]
+    auto u = conv->bias + padded.narrow(1, 0, T) * w[0];
+    for (int64_t k = 1; k < K; ++k) u = u + padded.narrow(1, k, T) * w[k];
+    return u;
   }
 
   induct::nn::RMSNorm norm{nullptr};
