@@ -2,11 +2,14 @@
 #include <boost/program_options.hpp>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "config/study_config.hpp"
 #include "induct/version.hpp"
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
+#include "report/format.hpp"
+#include "report/reports.hpp"
 #include "report/table.hpp"
 #include "study/study.hpp"
 #include "train/pool.hpp"
@@ -27,6 +30,7 @@ commands:
                       run a study; rerunning resumes it (stored trials are not rerun)
   validate STUDY.yaml [--set key.path=value]...
                       check a study and print the cells it would run
+  report DIR          write the paper's tables and figures from DIR/results.sqlite
   plugins             list the models and tasks of every plugin on the plugin path
 
 global options:
@@ -59,7 +63,7 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   const std::string file = vm["study"].as<std::string>();
   if (!fs::exists(file)) throw induct::ConfigError(file + ": no such study file");
   auto sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  induct::StudyConfig config = induct::load_study(file, sets);
+  induct::StudyConfig config = induct::read_study(file, sets);
   // The command line's plugin folders come first.
   std::vector<std::string> path = global.plugin_path;
   path.insert(path.end(), config.run.plugin_path.begin(), config.run.plugin_path.end());
@@ -92,27 +96,60 @@ int command_plugins(const Global& global) {
   return 0;
 }
 
+// The resolved study: the base document's keys and each cell's task, model and data.
+YAML::Node resolved_study(const induct::StudyConfig& config) {
+  YAML::Node out = induct::yaml::resolved(config.root);
+  for (const auto& cell : config.cells) {
+    YAML::Node c;
+    c["task"] = induct::yaml::resolved(cell.task);
+    c["model"] = induct::yaml::resolved(cell.model);
+    c["data"] = induct::yaml::resolved(cell.root.section("data"));
+    if (!cell.grid_label.empty()) c["grid"] = cell.grid_label;
+    out["cells"].push_back(c);
+  }
+  return out;
+}
+
+// What a study will cost, as upper bounds.
+std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
+  const size_t grid = config.learning_rates.size() * config.seeds.size();
+  const size_t steps_per_cell = config.kind == "nstar" || config.kind == "sharing"
+                                    ? static_cast<size_t>(config.search.max_steps)
+                                    : 1;
+  const size_t trainings = cells * steps_per_cell * grid;
+  std::ostringstream out;
+  out << cells << " cell(s) x " << (steps_per_cell > 1 ? "at most " + std::to_string(steps_per_cell) + " search steps x " : "")
+      << grid << " configurations: at most " << trainings << " trainings of at most "
+      << config.training.max_steps << " steps (" << induct::format_count(trainings * config.training.max_steps)
+      << " optimisation steps)";
+  if (steps_per_cell > 1)
+    out << "; a search stops a step at its first success and usually needs far fewer steps";
+  return out.str();
+}
+
 int command_validate(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
   induct::StudyConfig config = load(args, "validate", global, vm);
   induct::PluginRegistry registry;
   registry.load_all(induct::plugin_search_path(config.run.plugin_path));
   report_problems(registry);
-  induct::PreparedCell cell = induct::prepare_cell(config, registry);
-  const uint64_t n = config.n == 0 ? cell.plan.n_max : config.n;
-  std::cout << config.file << ": " << config.kind << " study '" << config.name << "'\n"
-            << induct::describe_cell(config, cell);
-  std::cout << "trials: " << config.learning_rates.size() * config.seeds.size()
-            << " configurations (learning rates x seeds) at N = " << n << ", up to "
-            << config.training.max_steps << " steps each\n";
-  if (n > cell.plan.n_max) {
-    std::cout << "error: N = " << n << " exceeds N_max = " << cell.plan.n_max << "\n";
-    return 2;
+  auto cells = induct::prepare_study(config, registry);
+  std::cout << config.file << ": " << config.kind << " study '" << config.name << "', "
+            << cells.size() << " cell(s)\n";
+  int rc = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto& cell = cells[i];
+    std::cout << "  " << i + 1 << ". " << induct::describe_cell(cell) << "\n";
+    if ((config.kind == "train" || config.kind == "lengthgen") && cell.n > cell.plan.n_max) {
+      std::cout << "     error: N = " << cell.n << " exceeds N_max = " << cell.plan.n_max << "\n";
+      rc = 2;
+    }
   }
+  std::cout << "work: " << work_estimate(config, cells.size()) << "\n";
   YAML::Emitter resolved;
-  resolved << induct::yaml::resolved(config.root);
+  resolved << resolved_study(config);
   std::cout << "\nresolved configuration:\n" << resolved.c_str() << "\n";
-  return 0;
+  return rc;
 }
 
 int command_run(const std::vector<std::string>& args, const Global& global) {
@@ -121,13 +158,14 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::PluginRegistry registry;
   registry.load_all(induct::plugin_search_path(config.run.plugin_path));
   report_problems(registry);
-  induct::PreparedCell cell = induct::prepare_cell(config, registry);
+  // Every cell is checked before anything trains.
+  auto cells = induct::prepare_study(config, registry);
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
                                            : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
   YAML::Emitter resolved;
-  resolved << induct::yaml::resolved(config.root);
+  resolved << resolved_study(config);
   induct::write_file_atomically((out_dir / "config.yaml").string(),
                                 std::string("# resolved by induct ") + INDUCT_SDK_VERSION_STRING +
                                     " from " + config.file + "\n" + resolved.c_str() + "\n");
@@ -136,15 +174,31 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::WorkerPool pool(induct::default_pool_settings(config.run.workers, config.run.threads,
                                                         config.run.blas_threads, trials));
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
-  progress.log(config.file + ": " + config.kind + " study '" + config.name + "' -> " +
-               out_dir.string());
-  progress.log(induct::describe_cell(config, cell));
+  progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
+               std::to_string(cells.size()) + " cell(s), " + std::to_string(pool.parallelism()) +
+               " worker(s) -> " + out_dir.string());
+  if (cells.size() <= 3)
+    for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
   induct::StudyRun run{config, registry, store, pool, progress, out_dir, std::cout};
-  int rc = induct::run_train_study(run, cell);
-  std::cout << "results in " << out_dir.string() << " (results.sqlite, train.md, train.csv, "
-            << "config.yaml); finished in " << induct::format_duration(progress.elapsed())
-            << "\n";
+  int rc = induct::run_study(run, cells);
+  std::cout << "results in " << out_dir.string() << "; finished in "
+            << induct::format_duration(progress.elapsed()) << "\n";
   return rc;
+}
+
+int command_report(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help") {
+    std::cout << "usage: induct report DIR\n\nWrites the paper's tables and figures from "
+                 "DIR/results.sqlite into DIR (report.md lists them).\n";
+    return args.empty() ? 2 : 0;
+  }
+  const fs::path dir = args[0];
+  if (!fs::exists(dir / "results.sqlite"))
+    throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
+                              dir.string() + " first)");
+  induct::Store store(dir / "results.sqlite");
+  induct::write_reports(store, dir, &std::cout);
+  return 0;
 }
 
 }  // namespace
@@ -189,6 +243,7 @@ int main(int argc, char** argv) {
     }
     if (command == "run") return command_run(rest, global);
     if (command == "validate") return command_validate(rest, global);
+    if (command == "report") return command_report(rest);
     if (command == "plugins") {
       if (!rest.empty() && rest[0] == "--help") {
         std::cout << kUsage;
@@ -196,7 +251,7 @@ int main(int argc, char** argv) {
       }
       return command_plugins(global);
     }
-    std::cerr << "induct: unknown command '" << command << "' (commands: run, validate, plugins)\n";
+    std::cerr << "induct: unknown command '" << command << "' (commands: run, validate, report, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "format/format.hpp"
@@ -9,9 +10,11 @@
 
 namespace induct {
 
+const std::vector<std::string> kStudyKinds = {"train", "nstar", "sharing", "lengthgen"};
+
 namespace {
 
-const std::vector<std::string> kStudyKinds = {"train"};
+using Loader = std::function<Options(const std::vector<yaml::Assignment>&)>;
 
 std::string one_of(const Options& section, const std::string& key, const std::string& fallback,
                    const std::vector<std::string>& allowed) {
@@ -31,19 +34,28 @@ int64_t at_least(const Options& section, const std::string& key, int64_t fallbac
   return value;
 }
 
-CellSpec read_cell(const Options& root) {
+int read_L(const Options& data) {
+  const auto L = data.require<long>("L");
+  if (L < 2) data.fail("L", "must be at least 2 (lengths run over 2..L)");
+  if (L > 100'000) data.fail("L", "must be at most 100000");
+  return static_cast<int>(L);
+}
+
+// The cell keys of one document. Sharing studies set the distribution and L themselves, so
+// for them those keys are not read (and are unknown keys if present).
+CellSpec read_cell(const Options& root, const std::string& kind) {
   CellSpec cell;
+  cell.root = root;
   cell.task = root.section("task");
   cell.task_name = cell.task.require<std::string>("name");
   cell.model = root.section("model");
   cell.model_name = cell.model.require<std::string>("name");
-
   Options data = root.section("data");
   cell.format = one_of(data, "format", "", format_names());
-  cell.distribution = one_of(data, "distribution", "", distribution_names());
-  cell.L = static_cast<int>(data.require<long>("L"));
-  if (cell.L < 2) data.fail("L", "must be at least 2 (lengths run over 2..L)");
-  if (cell.L > 100'000) data.fail("L", "must be at most 100000");
+  if (kind != "sharing") {
+    cell.distribution = one_of(data, "distribution", "", distribution_names());
+    cell.L = read_L(data);
+  }
   cell.n_cap = data.get<unsigned long>("n_cap", cell.n_cap);
   if (cell.n_cap < 1) data.fail("n_cap", "must be at least 1");
   Options validation = data.section("validation");
@@ -51,6 +63,16 @@ CellSpec read_cell(const Options& root) {
   cell.validation.fraction = validation.get<double>("fraction", cell.validation.fraction);
   if (!(cell.validation.fraction >= 0 && cell.validation.fraction < 1))
     validation.fail("fraction", "must be in [0, 1)");
+  if (kind == "train" || kind == "lengthgen") {
+    // N: a number, or "max" for N_max of the cell (lengthgen's default).
+    if (data.has("N") ? data.get<std::string>("N", "") == "max"
+                      : kind == "lengthgen" && data.get<std::string>("N", "max") == "max") {
+      cell.n = 0;
+    } else {
+      cell.n = data.require<unsigned long>("N");
+      if (cell.n < 1) data.fail("N", "must be at least 1 (or 'max')");
+    }
+  }
   return cell;
 }
 
@@ -88,9 +110,76 @@ RunSettings read_run(const Options& run) {
   return r;
 }
 
-}  // namespace
+SearchSettings read_search(const Options& search) {
+  SearchSettings s;
+  s.factor = search.get<double>("factor", s.factor);
+  if (!(s.factor > 1)) search.fail("factor", "must be greater than 1");
+  s.max_steps = static_cast<int>(at_least(search, "max_steps", s.max_steps, 1));
+  s.tolerance = search.get<double>("tolerance", s.tolerance);
+  if (!(s.tolerance >= 0 && s.tolerance < 1)) search.fail("tolerance", "must be in [0, 1)");
+  return s;
+}
 
-StudyConfig read_study(const Options& root, const std::string& file) {
+LengthGenSettings read_lengthgen(const Options& section) {
+  LengthGenSettings s;
+  s.multiples = section.get_list<double>("multiples", s.multiples);
+  s.report_multiple = section.get<double>("report_multiple", s.report_multiple);
+  s.samples = section.get<unsigned long>("samples", s.samples);
+  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
+  for (double m : s.multiples)
+    if (!(m > 1)) section.fail("multiples", "every multiple of L must be greater than 1");
+  if (std::find(s.multiples.begin(), s.multiples.end(), s.report_multiple) == s.multiples.end())
+    section.fail("report_multiple", "must be one of the multiples");
+  if (s.samples < 1) section.fail("samples", "must be at least 1");
+  return s;
+}
+
+// The grid: a tree whose leaves are lists (or single values) of values for a dotted path under
+// task, model or data. Cells are the cartesian product, the last path varying fastest.
+struct GridAxis {
+  std::string path;
+  std::vector<YAML::Node> values;
+  std::vector<std::string> where;
+};
+
+void collect_axes(const YAML::Node& node, const std::string& prefix, const std::string& file,
+                  std::vector<GridAxis>& axes) {
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const YAML::Node value = entry.second;
+    const std::string head = path.substr(0, path.find('.'));
+    if (head != "task" && head != "model" && head != "data")
+      throw ConfigError(yaml::location(file, entry.first) + ": grid." + path +
+                        ": a grid varies keys under task, model or data");
+    if (value.IsMap()) {
+      collect_axes(value, path, file, axes);
+      continue;
+    }
+    GridAxis axis;
+    axis.path = path;
+    if (value.IsSequence()) {
+      if (value.size() == 0)
+        throw ConfigError(yaml::location(file, value) + ": grid." + path + ": an empty list");
+      for (const auto& v : value) {
+        axis.values.push_back(v);
+        axis.where.push_back(yaml::location(file, v) + " (grid " + path + ")");
+      }
+    } else {
+      axis.values.push_back(value);
+      axis.where.push_back(yaml::location(file, value) + " (grid " + path + ")");
+    }
+    axes.push_back(axis);
+  }
+}
+
+std::string flow(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+StudyConfig read(const Options& root, const std::string& file, const Loader& load_with) {
   StudyConfig study;
   study.file = file;
   study.root = root;
@@ -98,22 +187,65 @@ StudyConfig read_study(const Options& root, const std::string& file) {
   study.name = root.get<std::string>("name", std::filesystem::path(file).stem().string());
   if (study.name.empty() || study.name.find('/') != std::string::npos)
     root.fail("name", "must be a non-empty name without '/'");
-  study.cell = read_cell(root);
-  Options data = root.section("data");
-  // N: a number, or "max" for N_max of the cell.
-  if (data.has("N") && data.get<std::string>("N", "") == "max") {
-    study.n = 0;
-  } else {
-    study.n = data.require<unsigned long>("N");
-    if (study.n < 1) data.fail("N", "must be at least 1 (or 'max')");
-  }
   study.training = read_training(root.section("training"), study.learning_rates, study.seeds);
   study.run = read_run(root.section("run"));
+  if (study.kind == "nstar" || study.kind == "sharing")
+    study.search = read_search(root.section("search"));
+  if (study.kind == "lengthgen") study.lengthgen = read_lengthgen(root.section("lengthgen"));
+  if (study.kind == "sharing") {
+    Options sharing = root.section("sharing");
+    auto lengths = sharing.get_list<long>("lengths", {2, 3, 4, 5, 6, 7, 8, 9, 10});
+    for (long L : lengths) {
+      if (L < 2) sharing.fail("lengths", "every L must be at least 2");
+      study.sharing_lengths.push_back(static_cast<int>(L));
+    }
+    if (study.sharing_lengths.empty()) sharing.fail("lengths", "must not be empty");
+  }
+  // Cells: the sections are read per grid point, from the document with that point applied.
+  for (const char* section : {"task", "model", "data"}) root.claim(section);
+  std::vector<GridAxis> axes;
+  if (root.has("grid")) {
+    YAML::Node grid = yaml::raw(root)["grid"];
+    if (!grid.IsMap()) root.fail("grid", "expected a mapping of dotted keys to lists of values");
+    collect_axes(grid, "", file, axes);
+  }
+  root.claim("grid");
+  root.reject_unknown_keys("induct");
+
+  std::vector<size_t> index(axes.size(), 0);
+  for (;;) {
+    std::vector<yaml::Assignment> assignments;
+    std::string label;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const YAML::Node& value = axes[a].values[index[a]];
+      assignments.push_back({axes[a].path, value, axes[a].where[index[a]]});
+      label += (label.empty() ? "" : ", ") + axes[a].path + "=" + flow(value);
+    }
+    Options cell_root = axes.empty() ? root : load_with(assignments);
+    CellSpec cell = read_cell(cell_root, study.kind);
+    cell.grid_label = label;
+    study.cells.push_back(cell);
+    // Next grid point (odometer, last axis fastest).
+    size_t a = axes.size();
+    while (a > 0 && ++index[a - 1] == axes[a - 1].values.size()) index[--a] = 0;
+    if (a == 0) break;
+  }
   return study;
 }
 
-StudyConfig load_study(const std::string& file, const std::vector<std::string>& overrides) {
-  return read_study(yaml::load_file(file, overrides), file);
+}  // namespace
+
+StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides) {
+  return read(yaml::load_file(file, overrides), file,
+              [&](const std::vector<yaml::Assignment>& a) { return yaml::load_file(file, overrides, a); });
+}
+
+StudyConfig read_study_text(const std::string& text, const std::string& name,
+                            const std::vector<std::string>& overrides) {
+  return read(yaml::load_string(text, name, overrides), name,
+              [&](const std::vector<yaml::Assignment>& a) {
+                return yaml::load_string(text, name, overrides, a);
+              });
 }
 
 }  // namespace induct

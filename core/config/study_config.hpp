@@ -7,6 +7,7 @@
 
 #include "data/dataset.hpp"
 #include "induct/options.hpp"
+#include "study/search.hpp"
 
 namespace induct {
 
@@ -30,36 +31,54 @@ struct RunSettings {
   std::vector<std::string> plugin_path;
 };
 
-// One cell: what is learned (task), by what (model), from what data.
+// Length generalization (SPEC.md section 7): after training, final-state accuracy on
+// sequences of round(multiple x L) actions.
+struct LengthGenSettings {
+  std::vector<double> multiples{1.5, 2, 3, 4};
+  double report_multiple = 2;  // the column of the paper's Table 2
+  uint64_t samples = 500;      // sequences per evaluated length
+};
+
+// One cell: what is learned (task), by what (model), from what data. Read from the study
+// document with one grid point applied.
 struct CellSpec {
-  Options task;   // the `task:` section; plugins read their keys from it
-  Options model;  // the `model:` section
+  Options root;   // that document
+  Options task;   // its `task:` section; the task plugin reads its keys from it
+  Options model;  // its `model:` section
   std::string task_name, model_name;
   std::string format;
-  std::string distribution;
-  int L = 0;
+  std::string distribution;  // empty for sharing studies (the study sets it)
+  int L = 0;                 // 0 for sharing studies
   ValidationPolicy validation;
   uint64_t n_cap = 16'000'000;
+  uint64_t n = 0;  // train and lengthgen: the training-set size; 0 = N_max
+  std::string grid_label;  // "task.m=5, data.L=10": the grid point, empty without a grid
 };
 
 struct StudyConfig {
   std::string file;
-  std::string kind;  // train (more study kinds: docs/config-reference.md)
+  std::string kind;  // train | nstar | sharing | lengthgen
   std::string name;
-  Options root;
-  CellSpec cell;
-  uint64_t n = 0;  // training-set size; 0 = N_max
+  Options root;      // the study document without grid values
+  std::vector<CellSpec> cells;
   std::vector<double> learning_rates;
   std::vector<uint64_t> seeds;
   TrainSettings training;
   RunSettings run;
+  SearchSettings search;
+  LengthGenSettings lengthgen;
+  std::vector<int> sharing_lengths;  // sharing: the L of each kappa(L)
 };
 
-// Reads and checks every key the core owns. The task and model sections are read by their
-// plugins later; call root.reject_unknown_keys() after that (study/prepare.hpp does).
-StudyConfig read_study(const Options& root, const std::string& file);
+extern const std::vector<std::string> kStudyKinds;
 
-// Reads a study file with --set overrides applied.
-StudyConfig load_study(const std::string& file, const std::vector<std::string>& overrides);
+// Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
+// re-read with that grid point applied). Keys of the task and model sections are read by
+// their plugins later (study/prepare.hpp checks them); everything else unknown is an error
+// here.
+StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides);
+// The same from text (tests).
+StudyConfig read_study_text(const std::string& text, const std::string& name,
+                            const std::vector<std::string>& overrides = {});
 
 }  // namespace induct

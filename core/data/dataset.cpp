@@ -6,12 +6,6 @@
 
 namespace induct {
 
-namespace {
-// Stream labels for derive_seed.
-constexpr uint64_t kLengthStream = 1;
-constexpr uint64_t kLengthChoice = 2;
-}  // namespace
-
 LengthStream& Streams::at(int length) {
   auto& slot = streams_[length];
   if (!slot)

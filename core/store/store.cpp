@@ -41,6 +41,14 @@ CREATE TABLE IF NOT EXISTS trials (
   created        TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS trials_by_cell ON trials (cell_key, n);
+CREATE TABLE IF NOT EXISTS outcomes (
+  key     TEXT PRIMARY KEY,  -- hash of (kind, resolved cell, settings that decide it)
+  study   TEXT NOT NULL,
+  kind    TEXT NOT NULL,     -- nstar | sharing | lengthgen
+  label   TEXT NOT NULL,
+  value   TEXT NOT NULL,     -- YAML (docs/store.md)
+  created TEXT NOT NULL
+);
 )sql";
 
 std::string now_utc() {
@@ -168,6 +176,35 @@ void Store::put(const std::string& study, const TrialSpec& spec, const TrialResu
       .text(20, dump(result.to_yaml()))
       .text(21, now_utc());
   q.step();  // one statement: SQLite commits it as one transaction
+}
+
+void Store::put_outcome(const StoredOutcome& o) {
+  Statement q(db_,
+              "INSERT OR REPLACE INTO outcomes (key, study, kind, label, value, created) "
+              "VALUES (?, ?, ?, ?, ?, ?)");
+  q.text(1, o.key).text(2, o.study).text(3, o.kind).text(4, o.label).text(5, dump(o.value)).text(6, now_utc());
+  q.step();
+}
+
+namespace {
+StoredOutcome outcome_row(const Statement& q) {
+  return {q.column_text(0), q.column_text(1), q.column_text(2), q.column_text(3),
+          YAML::Load(q.column_text(4)), q.column_text(5)};
+}
+}  // namespace
+
+std::optional<StoredOutcome> Store::find_outcome(const std::string& key) const {
+  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes WHERE key = ?");
+  q.text(1, key);
+  if (!q.step()) return std::nullopt;
+  return outcome_row(q);
+}
+
+std::vector<StoredOutcome> Store::outcomes() const {
+  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes ORDER BY rowid");
+  std::vector<StoredOutcome> rows;
+  while (q.step()) rows.push_back(outcome_row(q));
+  return rows;
 }
 
 std::vector<StoredTrial> Store::all() const {

@@ -22,6 +22,17 @@ struct StoredTrial {
   std::string created;  // UTC, ISO 8601
 };
 
+// What a study concluded about one cell (an N* search, a sharing factor, a length
+// generalization curve), as YAML. Reports are drawn from these and from the trials.
+struct StoredOutcome {
+  std::string key;   // hash of (kind, the cell, the settings that decide the outcome)
+  std::string study;
+  std::string kind;  // nstar | sharing | lengthgen
+  std::string label;
+  YAML::Node value;
+  std::string created;
+};
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 1;
@@ -38,6 +49,10 @@ class Store {
   // Inserts or replaces the row of spec.key().
   void put(const std::string& study, const TrialSpec& spec, const TrialResult& result);
   std::vector<StoredTrial> all() const;
+
+  void put_outcome(const StoredOutcome& outcome);
+  std::optional<StoredOutcome> find_outcome(const std::string& key) const;
+  std::vector<StoredOutcome> outcomes() const;
   const std::filesystem::path& file() const { return file_; }
 
  private:

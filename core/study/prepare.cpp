@@ -1,13 +1,38 @@
+#include <cmath>
+#include <set>
 #include <sstream>
 
 #include "options_yaml.hpp"
 #include "study/study.hpp"
 #include "train/components.hpp"
+#include "util/hash.hpp"
 
 namespace induct {
 
-PreparedCell prepare_cell(const StudyConfig& study, const PluginRegistry& registry) {
-  const CellSpec& spec = study.cell;
+namespace {
+std::string flow(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+// "modular(m=5)": the name and every other option.
+std::string component_label(const YAML::Node& section) {
+  std::string label = section["name"].as<std::string>(), options;
+  for (const auto& entry : section) {
+    const std::string key = entry.first.as<std::string>();
+    if (key == "name") continue;
+    options += (options.empty() ? "" : ",") + key + "=" + flow(entry.second);
+  }
+  return options.empty() ? label : label + "(" + options + ")";
+}
+}  // namespace
+
+std::string PreparedCell::key() const {
+  return content_key(flow(cell.to_yaml()) + " " + plugin_versions);
+}
+
+PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, int max_actions) {
   PreparedCell prepared;
   auto task = make_task_checked(registry, spec.task);
   CellData data = make_cell_data(task, spec.task_name, spec.format, spec.distribution, spec.L,
@@ -15,14 +40,15 @@ PreparedCell prepare_cell(const StudyConfig& study, const PluginRegistry& regist
   prepared.num_actions = data.vocab.actions;
   prepared.num_states = data.vocab.states;
   prepared.vocab_size = data.vocab.size();
-  prepared.max_length = data.format->sequence_length(spec.L);
+  prepared.max_length = data.format->sequence_length(max_actions > 0 ? max_actions : spec.L);
   // Built on the CPU only to resolve its options and check its output shape.
   auto model = make_model_checked(registry, spec.model,
                                   {prepared.vocab_size, prepared.max_length, data.vocab.pad()},
                                   0, torch::kCPU);
   for (const auto& p : model->parameters()) prepared.parameters += p.numel();
-  study.root.reject_unknown_keys("induct");
+  spec.root.section("data").reject_unknown_keys("induct");
   prepared.plan = plan_data(data.data);
+  prepared.n = spec.n;
 
   Cell& cell = prepared.cell;
   cell.task = yaml::resolved(spec.task);
@@ -36,7 +62,45 @@ PreparedCell prepare_cell(const StudyConfig& study, const PluginRegistry& regist
   const ComponentInfo* model_info = registry.find("model", spec.model_name);
   prepared.plugin_versions = "task:" + spec.task_name + "=" + task_info->plugin_version +
                              " model:" + spec.model_name + "=" + model_info->plugin_version;
+  prepared.label = component_label(cell.task) + " " + component_label(cell.model) + " " +
+                   cell.format + " " + cell.distribution + " L=" + std::to_string(cell.L);
   return prepared;
+}
+
+std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L) {
+  std::set<int> lengths;
+  for (double m : settings.multiples) lengths.insert(static_cast<int>(std::lround(m * L)));
+  return {lengths.begin(), lengths.end()};
+}
+
+std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
+  std::vector<PreparedCell> cells;
+  for (const CellSpec& spec : study.cells) {
+    if (study.kind == "sharing") {
+      // N*_n with Fixed at each n in 2..max L, N*_joint with Uniform at each L (L = 2 is the
+      // Fixed cell: Uniform over {2} is the same data).
+      const int max_L = *std::max_element(study.sharing_lengths.begin(), study.sharing_lengths.end());
+      for (int n = 2; n <= max_L; ++n) {
+        CellSpec fixed = spec;
+        fixed.distribution = "fixed";
+        fixed.L = n;
+        cells.push_back(prepare_cell(fixed, registry));
+      }
+      for (int L : study.sharing_lengths) {
+        if (L == 2) continue;
+        CellSpec joint = spec;
+        joint.distribution = "uniform";
+        joint.L = L;
+        cells.push_back(prepare_cell(joint, registry));
+      }
+    } else if (study.kind == "lengthgen") {
+      const auto lengths = generalization_lengths(study.lengthgen, spec.L);
+      cells.push_back(prepare_cell(spec, registry, std::max(spec.L, lengths.back())));
+    } else {
+      cells.push_back(prepare_cell(spec, registry));
+    }
+  }
+  return cells;
 }
 
 TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
@@ -54,23 +118,14 @@ TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_
   return trial;
 }
 
-std::string describe_cell(const StudyConfig& study, const PreparedCell& p) {
-  auto dump = [](const YAML::Node& node) {
-    YAML::Emitter out;
-    out << YAML::Flow << node;
-    return std::string(out.c_str());
-  };
+std::string describe_cell(const PreparedCell& p) {
   std::ostringstream out;
-  out << "cell: task " << dump(p.cell.task) << ", model " << dump(p.cell.model) << "\n"
-      << "      format " << p.cell.format << ", distribution " << p.cell.distribution
-      << ", L = " << p.cell.L << "\n"
-      << "      " << p.num_actions << " actions, " << p.num_states << " states, vocabulary "
-      << p.vocab_size << ", sequences up to " << p.max_length << " tokens, " << p.parameters
-      << " model parameters\n"
-      << "data: " << (p.plan.available == kUnbounded ? std::string(">= 2^64")
-                                                     : std::to_string(p.plan.available))
-      << " distinct sequences, validation " << p.plan.validation_size << ", N_max "
-      << p.plan.n_max << "\n";
+  out << p.label << ": " << p.num_actions << " actions, " << p.num_states << " states, vocabulary "
+      << p.vocab_size << ", up to " << p.max_length << " tokens, " << p.parameters
+      << " parameters; "
+      << (p.plan.available == kUnbounded ? std::string(">= 2^64")
+                                         : std::to_string(p.plan.available))
+      << " sequences, validation " << p.plan.validation_size << ", N_max " << p.plan.n_max;
   return out.str();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -19,24 +20,31 @@ namespace induct {
 // and its output shape checked, data sizes planned.
 struct PreparedCell {
   Cell cell;
+  std::string label;  // e.g. "modular(m=5) lstm acot uniform L=10"
   int64_t num_actions = 0;
   int64_t num_states = 0;
   int64_t vocab_size = 0;
-  int64_t max_length = 0;
+  int64_t max_length = 0;  // tokens
   int64_t parameters = 0;
+  uint64_t n = 0;          // train and lengthgen: N (0: N_max)
   DataPlan plan;
   std::string plugin_versions;
+  std::string key() const;  // hash of the resolved cell and plugin versions
 };
 
-// Reads the task and model sections through their plugins (unknown keys in them are errors)
-// and then rejects unknown keys anywhere in the study file.
-PreparedCell prepare_cell(const StudyConfig& study, const PluginRegistry& registry);
+// Reads the task, model and data sections of one cell (unknown keys in them are errors),
+// builds the model once for sequences of up to `max_actions` actions (0: L).
+PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry,
+                          int max_actions = 0);
+
+// Every cell a study will train, prepared (a sharing study's Fixed and Uniform cells
+// included), in order: checks the whole study before anything runs.
+std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry);
 
 TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
                      uint64_t seed);
 
-// A human-readable summary of a prepared cell (for `induct validate` and run headers).
-std::string describe_cell(const StudyConfig& study, const PreparedCell& cell);
+std::string describe_cell(const PreparedCell& cell);
 
 struct StudyRun {
   const StudyConfig& config;
@@ -48,8 +56,29 @@ struct StudyRun {
   std::ostream& out;
 };
 
-// Runs the study; returns the process exit code (0: every trial ran; 1: some failed with an
-// error). Trials already in the store are not run again.
-int run_train_study(StudyRun& run, const PreparedCell& cell);
+// All configurations (learning rate x seed) of one cell at one training-set size. Trials in
+// the store are reused; the rest run. With first_success, the first success cancels the
+// others (one success decides the step). `context` prefixes the status line.
+struct StepResult {
+  bool success = false;
+  std::vector<TrialSpec> trials;
+  std::vector<TrialResult> results;  // cancelled ones included
+  size_t trained = 0;                // trials run now (not reused)
+  int64_t optimisation_steps = 0;    // of the trials run now
+  size_t errors = 0;
+};
+StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool first_success,
+                    const std::vector<int>& eval_lengths, const std::string& context);
+
+// The study drivers. Each returns the exit code (0, or 1 when some trial stopped with an
+// error: rerunning retries it) and writes its tables to the output folder.
+int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+int run_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+
+// The lengths a lengthgen study evaluates for maximum length L (sorted, distinct).
+std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L);
 
 }  // namespace induct

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "options_yaml.hpp"
+#include "train/generalization.hpp"
 
 namespace induct {
 
@@ -101,7 +102,12 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                                   spec.seed, device);
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
-  return train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
+  TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
+  if (!spec.eval_lengths.empty() && result.status != TrialStatus::kCancelled)
+    result.generalization =
+        evaluate_generalization(*model, cell, spec.eval_lengths, spec.eval_samples, spec.seed,
+                                spec.training.eval_batch_size, device);
+  return result;
 }
 
 }  // namespace induct

@@ -15,10 +15,6 @@
 
 namespace induct {
 
-namespace {
-constexpr uint64_t kDataOrder = 3;  // derive_seed label
-}
-
 Batch make_batch(const EncodedSet& set, const int64_t* order, size_t count, int64_t pad) {
   int64_t width = 0;
   for (size_t i = 0; i < count; ++i) width = std::max(width, set.width(order[i]));

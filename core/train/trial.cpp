@@ -56,8 +56,7 @@ Cell Cell::from_yaml(const YAML::Node& node) {
   return cell;
 }
 
-namespace {
-YAML::Node training_yaml(const TrainSettings& t) {
+YAML::Node to_yaml(const TrainSettings& t) {
   YAML::Node node;
   node["batch_size"] = t.batch_size;
   node["max_steps"] = t.max_steps;
@@ -67,7 +66,6 @@ YAML::Node training_yaml(const TrainSettings& t) {
   node["curriculum"] = t.curriculum;
   return node;
 }
-}  // namespace
 
 YAML::Node TrialSpec::to_yaml() const {
   YAML::Node node;
@@ -75,11 +73,15 @@ YAML::Node TrialSpec::to_yaml() const {
   node["n"] = n;
   node["lr"] = exact(lr);
   node["seed"] = seed;
-  node["training"] = training_yaml(training);
+  node["training"] = induct::to_yaml(training);
   node["max_length"] = max_length;
   node["device"] = device;
   for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
   node["plugin_versions"] = plugin_versions;
+  if (!eval_lengths.empty()) {
+    for (int n : eval_lengths) node["eval_lengths"].push_back(n);
+    node["eval_samples"] = eval_samples;
+  }
   return node;
 }
 
@@ -101,6 +103,10 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   if (node["plugin_path"])
     for (const auto& p : node["plugin_path"]) spec.plugin_path.push_back(p.as<std::string>());
   spec.plugin_versions = node["plugin_versions"].as<std::string>();
+  if (node["eval_lengths"]) {
+    for (const auto& n : node["eval_lengths"]) spec.eval_lengths.push_back(n.as<int>());
+    spec.eval_samples = node["eval_samples"].as<uint64_t>();
+  }
   return spec;
 }
 
@@ -110,9 +116,13 @@ std::string TrialSpec::key() const {
   identity["n"] = n;
   identity["lr"] = exact(lr);
   identity["seed"] = seed;
-  identity["training"] = training_yaml(training);
+  identity["training"] = induct::to_yaml(training);
   identity["max_length"] = max_length;
   identity["plugins"] = plugin_versions;
+  if (!eval_lengths.empty()) {
+    for (int n : eval_lengths) identity["eval_lengths"].push_back(n);
+    identity["eval_samples"] = eval_samples;
+  }
   YAML::Emitter out;
   out << YAML::Flow << identity;
   return content_key(out.c_str());
@@ -151,6 +161,32 @@ TrialResult TrialResult::failure(const std::string& message) {
   return r;
 }
 
+namespace {
+YAML::Node length_rows(const std::vector<LengthMetrics>& rows) {
+  YAML::Node out(YAML::NodeType::Sequence);
+  for (const auto& l : rows) {
+    YAML::Node row(YAML::NodeType::Sequence);
+    row.SetStyle(YAML::EmitterStyle::Flow);
+    row.push_back(l.length);
+    row.push_back(l.count);
+    row.push_back(exact(l.loss));
+    row.push_back(exact(l.token_accuracy));
+    row.push_back(exact(l.final_accuracy));
+    out.push_back(row);
+  }
+  return out;
+}
+
+std::vector<LengthMetrics> length_rows_from(const YAML::Node& node) {
+  std::vector<LengthMetrics> rows;
+  if (node)
+    for (const auto& row : node)
+      rows.push_back({row[0].as<int>(), row[1].as<int64_t>(), row[2].as<double>(),
+                      row[3].as<double>(), row[4].as<double>()});
+  return rows;
+}
+}  // namespace
+
 YAML::Node TrialResult::to_yaml() const {
   YAML::Node node;
   node["status"] = to_string(status);
@@ -164,17 +200,9 @@ YAML::Node TrialResult::to_yaml() const {
   metrics["loss"] = exact(last.loss);
   metrics["token_accuracy"] = exact(last.token_accuracy);
   metrics["final_accuracy"] = exact(last.final_accuracy);
-  for (const auto& l : last.per_length) {
-    YAML::Node row(YAML::NodeType::Sequence);
-    row.SetStyle(YAML::EmitterStyle::Flow);
-    row.push_back(l.length);
-    row.push_back(l.count);
-    row.push_back(exact(l.loss));
-    row.push_back(exact(l.token_accuracy));
-    row.push_back(exact(l.final_accuracy));
-    metrics["per_length"].push_back(row);
-  }
+  if (!last.per_length.empty()) metrics["per_length"] = length_rows(last.per_length);
   node["last"] = metrics;
+  if (!generalization.empty()) node["generalization"] = length_rows(generalization);
   for (const auto& p : history) {
     YAML::Node row(YAML::NodeType::Sequence);
     row.SetStyle(YAML::EmitterStyle::Flow);
@@ -199,10 +227,8 @@ TrialResult TrialResult::from_yaml(const YAML::Node& node) {
   r.last.loss = m["loss"].as<double>();
   r.last.token_accuracy = m["token_accuracy"].as<double>();
   r.last.final_accuracy = m["final_accuracy"].as<double>();
-  if (m["per_length"])
-    for (const auto& row : m["per_length"])
-      r.last.per_length.push_back({row[0].as<int>(), row[1].as<int64_t>(), row[2].as<double>(),
-                                   row[3].as<double>(), row[4].as<double>()});
+  r.last.per_length = length_rows_from(m["per_length"]);
+  r.generalization = length_rows_from(node["generalization"]);
   if (node["history"])
     for (const auto& row : node["history"])
       r.history.push_back({row[0].as<int64_t>(), row[1].as<double>(), row[2].as<double>()});

@@ -37,7 +37,11 @@ struct TrialSpec {
   int64_t max_length = 0;  // longest sequence the model must accept
   std::string device = "cpu";
   std::vector<std::string> plugin_path;
-  std::string plugin_versions;  // "task@1.0.0 model@1.0.0": part of the key
+  std::string plugin_versions;  // "task:modular=1.0.0 model:lstm=1.0.0": part of the key
+  // Length generalization (SPEC section 7): after training, evaluate on eval_samples fresh
+  // sequences of each of these lengths (empty: no such evaluation).
+  std::vector<int> eval_lengths;
+  uint64_t eval_samples = 0;
 
   YAML::Node to_yaml() const;
   static TrialSpec from_yaml(const YAML::Node& node);
@@ -48,9 +52,9 @@ struct TrialSpec {
 struct LengthMetrics {
   int length = 0;
   int64_t count = 0;
-  double loss = 0;
-  double token_accuracy = 0;
-  double final_accuracy = 0;
+  double loss = 0;            // teacher forcing
+  double token_accuracy = 0;  // CoT in length generalization: greedy decoding
+  double final_accuracy = 0;  // CoT in length generalization: greedy decoding
 };
 
 struct EvalMetrics {
@@ -79,6 +83,7 @@ struct TrialResult {
   bool validated_on_training = false;  // the validation set was empty (tiny spaces)
   double seconds = 0;
   std::vector<EvalPoint> history;
+  std::vector<LengthMetrics> generalization;  // one entry per TrialSpec::eval_lengths
   std::string error;
 
   bool succeeded() const { return status == TrialStatus::kSucceeded; }
@@ -88,6 +93,9 @@ struct TrialResult {
   YAML::Node to_yaml() const;
   static TrialResult from_yaml(const YAML::Node& node);
 };
+
+// The training settings as YAML (canonical: part of trial and outcome keys).
+YAML::Node to_yaml(const TrainSettings& settings);
 
 // "%.6g" for tables and messages; "%.17g" (round-trip) for stored values.
 std::string format_number(double value, int digits = 6);

@@ -24,6 +24,14 @@ inline uint64_t derive_seed(uint64_t seed, std::initializer_list<uint64_t> label
   return h;
 }
 
+// The labels of derive_seed's independent streams, in one place so no two purposes share one.
+enum StreamLabel : uint64_t {
+  kLengthStream = 1,    // the sequences of one length (validation first, then training)
+  kLengthChoice = 2,    // the lengths of a Uniform training set
+  kDataOrder = 3,       // the order of batches
+  kGeneralization = 4,  // fresh sequences for length generalization
+};
+
 // xoshiro256** (Blackman and Vigna).
 class Rng {
  public:

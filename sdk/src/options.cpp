@@ -265,6 +265,8 @@ Options Options::section(const std::string& key) const {
   return Options(child);
 }
 
+void Options::claim(const std::string& key) const { impl_->mark_read(key); }
+
 void Options::fail(const std::string& key, const std::string& message) const {
   impl_->fail(key, message);
 }
@@ -335,24 +337,16 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& name) {
   }
 }
 
-void apply_override(YAML::Node root, const std::string& text, Source& source) {
-  auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw ConfigError("--set " + text + ": expected key.path=value");
-  const std::string path = text.substr(0, eq);
-  const std::string value_text = text.substr(eq + 1);
-  YAML::Node value;
-  try {
-    value = YAML::Load(value_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError("--set " + text + ": the value is not valid YAML: " + e.msg);
-  }
+// Sets the value at a dotted path, creating mappings on the way; errors name `description`.
+void assign(YAML::Node root, const std::string& path, const YAML::Node& value,
+            const std::string& description, Source& source) {
   std::vector<std::string> parts;
   std::stringstream stream(path);
   for (std::string part; std::getline(stream, part, '.');) {
-    if (part.empty()) throw ConfigError("--set " + text + ": empty key in '" + path + "'");
+    if (part.empty()) throw ConfigError(description + ": empty key in '" + path + "'");
     parts.push_back(part);
   }
+  if (parts.empty()) throw ConfigError(description + ": empty key");
   // Walk with explicit node copies: yaml-cpp nodes are handles, so assigning into a child
   // handle updates the tree.
   std::vector<YAML::Node> chain{root};
@@ -363,12 +357,25 @@ void apply_override(YAML::Node root, const std::string& text, Source& source) {
       current[parts[i]] = YAML::Node(YAML::NodeType::Map);
       next = current[parts[i]];
     } else if (!next.IsMap()) {
-      throw ConfigError("--set " + text + ": '" + parts[i] + "' is not a mapping in the study");
+      throw ConfigError(description + ": '" + parts[i] + "' is not a mapping in the study");
     }
     chain.push_back(next);
   }
   chain.back()[parts.back()] = value;
-  source.overrides[path] = "--set " + text;
+  source.overrides[path] = description;
+}
+
+void apply_override(YAML::Node root, const std::string& text, Source& source) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set " + text + ": expected key.path=value");
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("--set " + text + ": the value is not valid YAML: " + e.msg);
+  }
+  assign(root, text.substr(0, eq), value, "--set " + text, source);
 }
 
 Options make(YAML::Node root, std::shared_ptr<Source> source) {
@@ -380,7 +387,8 @@ Options make(YAML::Node root, std::shared_ptr<Source> source) {
 }
 
 Options load(const std::function<YAML::Node()>& parse, const std::string& name,
-             const std::vector<std::string>& overrides) {
+             const std::vector<std::string>& overrides,
+             const std::vector<Assignment>& assignments = {}) {
   YAML::Node root;
   try {
     root = parse();
@@ -395,18 +403,25 @@ Options load(const std::function<YAML::Node()>& parse, const std::string& name,
   auto source = std::make_shared<Source>();
   source->name = name;
   for (const auto& text : overrides) apply_override(root, text, *source);
+  for (const auto& a : assignments) assign(root, a.path, YAML::Clone(a.value), a.description, *source);
   return make(root, source);
 }
 
 }  // namespace
 
-Options load_file(const std::string& path, const std::vector<std::string>& overrides) {
-  return load([&] { return YAML::LoadFile(path); }, path, overrides);
+Options load_file(const std::string& path, const std::vector<std::string>& overrides,
+                  const std::vector<Assignment>& assignments) {
+  return load([&] { return YAML::LoadFile(path); }, path, overrides, assignments);
 }
 
 Options load_string(const std::string& text, const std::string& name,
-                    const std::vector<std::string>& overrides) {
-  return load([&] { return YAML::Load(text); }, name, overrides);
+                    const std::vector<std::string>& overrides,
+                    const std::vector<Assignment>& assignments) {
+  return load([&] { return YAML::Load(text); }, name, overrides, assignments);
+}
+
+std::string location(const std::string& file, const YAML::Node& node) {
+  return format_mark(file, node.Mark());
 }
 
 Options from_node(const YAML::Node& node, const std::string& name) {

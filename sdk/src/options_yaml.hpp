@@ -12,12 +12,26 @@
 
 namespace induct::yaml {
 
+// A value placed at a dotted path after loading (a grid point); errors about the path name
+// `description` instead of a line of the file.
+struct Assignment {
+  std::string path;
+  YAML::Node value;
+  std::string description;
+};
+
 // Loads a YAML document; syntax errors, duplicate keys and a non-mapping root are
 // ConfigErrors naming `name` with line and column. `overrides` are "dotted.key=value"
 // strings (from --set); each value is parsed as YAML, so lists work: "training.seeds=[1,2]".
-Options load_file(const std::string& path, const std::vector<std::string>& overrides = {});
+// `assignments` apply after the overrides.
+Options load_file(const std::string& path, const std::vector<std::string>& overrides = {},
+                  const std::vector<Assignment>& assignments = {});
 Options load_string(const std::string& text, const std::string& name,
-                    const std::vector<std::string>& overrides = {});
+                    const std::vector<std::string>& overrides = {},
+                    const std::vector<Assignment>& assignments = {});
+
+// "file:line:column" of a node (the file alone for a node made in memory).
+std::string location(const std::string& file, const YAML::Node& node);
 
 // An Options over an existing node (a mapping, or null for an empty section).
 Options from_node(const YAML::Node& node, const std::string& name);

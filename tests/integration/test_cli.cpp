@@ -68,21 +68,19 @@ BOOST_AUTO_TEST_CASE(validate_prints_the_cell) {
   CommandResult r = run_command(kInduct + " validate " + kTiny);
   BOOST_TEST(r.exit_code == 0, r.output);
   // Lengths 2..5: 60 sequences, validation 0+1+3+6 = 10, N_max = 50.
-  BOOST_TEST(r.output.find("60 distinct sequences, validation 10, N_max 50") != std::string::npos,
-             r.output);
-  BOOST_TEST(r.output.find("4 configurations") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("60 sequences, validation 10, N_max 50") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("at most 4 trainings of at most 60 steps") != std::string::npos, r.output);
 }
 
 BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   std::string dir = temp_dir("run");
   CommandResult first = run_command(kInduct + " run " + kTiny + " --out " + dir);
   BOOST_TEST(first.exit_code == 0, first.output);
-  BOOST_TEST(first.output.find("4 configurations (0 already in results.sqlite), 2 worker(s)") !=
-                 std::string::npos,
-             first.output);
+  BOOST_TEST(first.output.find("1 cell(s), 2 worker(s)") != std::string::npos, first.output);
+  BOOST_TEST(first.output.find("N=40: 0 stored, 4 trained") != std::string::npos, first.output);
   std::string csv = read(dir + "/train.csv");
   BOOST_TEST(std::count(csv.begin(), csv.end(), '\n') == 5, csv);
-  BOOST_TEST(csv.find("lr,seed,status,steps") == 0u, csv);
+  BOOST_TEST(csv.find("N,lr,seed,status,steps") == 0u, csv);
   std::string config = read(dir + "/config.yaml");
   BOOST_TEST(config.find("epsilon: 0.0001") != std::string::npos, config);  // defaults resolved
   CommandResult count = run_command("sqlite3 " + dir + "/results.sqlite 'SELECT count(*) FROM trials'");
@@ -90,8 +88,6 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
 
   CommandResult second = run_command(kInduct + " run " + kTiny + " --out " + dir);
   BOOST_TEST(second.exit_code == 0, second.output);
-  BOOST_TEST(second.output.find("4 configurations (4 already in results.sqlite)") !=
-                 std::string::npos,
-             second.output);
+  BOOST_TEST(second.output.find("N=40: 4 stored, 0 trained") != std::string::npos, second.output);
   BOOST_TEST(read(dir + "/train.csv") == csv);  // same table, nothing retrained
 }

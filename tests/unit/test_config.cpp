@@ -29,8 +29,8 @@ training:
 
 std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
   try {
-    StudyConfig study = read_study(yaml::load_string(text, "study.yaml", sets), "study.yaml");
-    prepare_cell(study, test::plugins());
+    StudyConfig study = read_study_text(text, "study.yaml", sets);
+    prepare_study(study, test::plugins());
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -45,11 +45,12 @@ std::string replace(std::string text, const std::string& from, const std::string
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_valid_study_reads_back) {
-  StudyConfig study = read_study(yaml::load_string(kStudy, "study.yaml"), "study.yaml");
+  StudyConfig study = read_study_text(kStudy, "study.yaml");
   BOOST_TEST(study.kind == "train");
   BOOST_TEST(study.name == "study");
-  BOOST_TEST(study.cell.L == 6);
-  BOOST_TEST(study.n == 32u);
+  BOOST_REQUIRE(study.cells.size() == 1u);
+  BOOST_TEST(study.cells[0].L == 6);
+  BOOST_TEST(study.cells[0].n == 32u);
   BOOST_TEST(study.learning_rates.size() == 3u);  // the paper's default grid
   BOOST_TEST(study.seeds == (std::vector<uint64_t>{1, 2}), boost::test_tools::per_element());
   BOOST_TEST(study.training.max_steps == 250000);
@@ -93,9 +94,8 @@ BOOST_AUTO_TEST_CASE(syntax_errors_and_duplicate_keys_are_located) {
 }
 
 BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
-  StudyConfig study = read_study(
-      yaml::load_string(kStudy, "study.yaml", {"data.L=8", "training.seeds=[5,6,7]"}), "study.yaml");
-  BOOST_TEST(study.cell.L == 8);
+  StudyConfig study = read_study_text(kStudy, "study.yaml", {"data.L=8", "training.seeds=[5,6,7]"});
+  BOOST_TEST(study.cells[0].L == 8);
   BOOST_TEST(study.seeds.size() == 3u);
   std::string message = error_of(kStudy, {"data.L=1"});
   BOOST_TEST(message.find("--set data.L=1: data.L: must be at least 2") != std::string::npos, message);
@@ -104,19 +104,71 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(integers_may_be_written_in_scientific_notation) {
-  StudyConfig study = read_study(yaml::load_string(replace(kStudy, "N: 32", "N: 1e3"), "s.yaml"), "s.yaml");
-  BOOST_TEST(study.n == 1000u);
+  StudyConfig study = read_study_text(replace(kStudy, "N: 32", "N: 1e3"), "s.yaml");
+  BOOST_TEST(study.cells[0].n == 1000u);
   std::string message = error_of(replace(kStudy, "N: 32", "N: 1.5"));
   BOOST_TEST(message.find("data.N: expected a non-negative integer, got '1.5'") != std::string::npos, message);
 }
 
 BOOST_AUTO_TEST_CASE(resolved_config_holds_defaults) {
-  Options root = yaml::load_string(kStudy, "study.yaml");
-  StudyConfig study = read_study(root, "study.yaml");
-  prepare_cell(study, test::plugins());
-  YAML::Node resolved = yaml::resolved(root);
+  StudyConfig study = read_study_text(kStudy, "study.yaml");
+  prepare_study(study, test::plugins());
+  YAML::Node resolved = yaml::resolved(study.root);
   BOOST_TEST(resolved["training"]["max_steps"].as<long>() == 250000);
   BOOST_TEST(resolved["training"]["epsilon"].as<double>() == 1e-4);
-  BOOST_TEST(resolved["model"]["hidden"].as<long>() == 16);
-  BOOST_TEST(resolved["data"]["validation"]["fraction"].as<double>() == 0.2);
+  YAML::Node cell = yaml::resolved(study.cells[0].root);
+  BOOST_TEST(cell["model"]["hidden"].as<long>() == 16);
+  BOOST_TEST(cell["data"]["validation"]["fraction"].as<double>() == 0.2);
+}
+
+BOOST_AUTO_TEST_CASE(grid_expands_into_the_cartesian_product) {
+  std::string text = replace(kStudy, "study: train", "study: nstar");
+  text = replace(text, "  N: 32\n", "");
+  text += "grid:\n  task.m: [2, 3]\n  data:\n    format: [outcome, acot]\n    L: [4, 6, 8]\n";
+  StudyConfig study = read_study_text(text, "study.yaml");
+  BOOST_REQUIRE(study.cells.size() == 12u);
+  // The last key varies fastest.
+  BOOST_TEST(study.cells[0].grid_label == "task.m=2, data.format=outcome, data.L=4");
+  BOOST_TEST(study.cells[1].L == 6);
+  BOOST_TEST(study.cells[3].format == "acot");
+  BOOST_TEST(study.cells[11].grid_label == "task.m=3, data.format=acot, data.L=8");
+  auto cells = prepare_study(study, test::plugins());
+  BOOST_TEST(cells[11].num_actions == 3);
+  BOOST_TEST(cells[0].label == "modular(m=2) lstm(hidden=16) outcome uniform L=4");
+}
+
+BOOST_AUTO_TEST_CASE(grid_errors_point_at_the_grid) {
+  std::string text = replace(kStudy, "study: train", "study: nstar");
+  text = replace(text, "  N: 32\n", "");
+  std::string bad_value = error_of(text + "grid:\n  data.L: [4, 1]\n");
+  BOOST_TEST(bad_value.find("study.yaml:15:15 (grid data.L): data.L: must be at least 2") != std::string::npos, bad_value);
+  std::string bad_key = error_of(text + "grid:\n  model.hiden: [8]\n");
+  BOOST_TEST(bad_key.find("(grid model.hiden): unknown key 'model.hiden'") != std::string::npos, bad_key);
+  std::string outside = error_of(text + "grid:\n  training.seeds: [[1]]\n");
+  BOOST_TEST(outside.find("grid.training.seeds: a grid varies keys under task, model or data") != std::string::npos, outside);
+}
+
+BOOST_AUTO_TEST_CASE(study_kinds_read_their_own_keys) {
+  // nstar has no N: a given N is an unknown key.
+  std::string nstar = error_of(replace(kStudy, "study: train", "study: nstar"));
+  BOOST_TEST(nstar.find("unknown key 'data.N'") != std::string::npos, nstar);
+  // sharing sets distribution and L itself.
+  std::string sharing = error_of(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""));
+  BOOST_TEST(sharing.find("unknown key 'data.distribution'") != std::string::npos, sharing);
+  std::string unknown = error_of(replace(kStudy, "study: train", "study: search"));
+  BOOST_TEST(unknown.find("'search' is not one of: train, nstar, sharing, lengthgen") != std::string::npos, unknown);
+}
+
+BOOST_AUTO_TEST_CASE(sharing_prepares_fixed_and_uniform_cells) {
+  std::string text = replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", "");
+  text = replace(replace(text, "  distribution: uniform\n", ""), "  L: 6\n", "");
+  text += "sharing:\n  lengths: [2, 3, 4]\n";
+  StudyConfig study = read_study_text(text, "study.yaml");
+  auto cells = prepare_study(study, test::plugins());
+  // Fixed n = 2, 3, 4, then Uniform L = 3, 4 (L = 2 is the Fixed cell).
+  BOOST_REQUIRE(cells.size() == 5u);
+  BOOST_TEST(cells[0].cell.distribution == "fixed");
+  BOOST_TEST(cells[2].cell.L == 4);
+  BOOST_TEST(cells[3].cell.distribution == "uniform");
+  BOOST_TEST(cells[4].cell.L == 4);
 }

@@ -53,6 +53,10 @@ class INDUCT_SDK_API Options {
   // A nested section (an empty one when absent). Reading it marks `key` as known.
   Options section(const std::string& key) const;
 
+  // Marks `key` as known without reading it: someone else reads it (e.g. the host reads a
+  // section once per grid point from another document).
+  void claim(const std::string& key) const;
+
   // Throw a ConfigError about `key`, located at the key's value (or at this section when
   // the key is absent), e.g. fail("hidden", "must be at least 1").
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;

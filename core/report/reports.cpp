@@ -1,0 +1,336 @@
+#include "report/reports.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <set>
+
+#include "report/format.hpp"
+#include "report/table.hpp"
+#include "train/trial.hpp"
+
+namespace induct {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string flow(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+// "modular(m=5)" from a resolved section, leaving out the keys in `skip`.
+std::string component_label(const YAML::Node& section, const std::set<std::string>& keep_only = {},
+                            bool all = true) {
+  std::string label = section["name"].as<std::string>(), options;
+  for (const auto& entry : section) {
+    const std::string key = entry.first.as<std::string>();
+    if (key == "name" || (!all && !keep_only.count(key))) continue;
+    options += (options.empty() ? "" : ",") + key + "=" + flow(entry.second);
+  }
+  return options.empty() ? label : label + "(" + options + ")";
+}
+
+// Model labels name only the options that differ between cells of the same model, so a table
+// shows "lstm" or "lstm(hidden=768)" rather than every default.
+class ModelLabels {
+ public:
+  void add(const YAML::Node& model) {
+    const std::string name = model["name"].as<std::string>();
+    for (const auto& entry : model) values_[name][entry.first.as<std::string>()].insert(flow(entry.second));
+  }
+  std::string operator()(const YAML::Node& model) const {
+    const std::string name = model["name"].as<std::string>();
+    std::set<std::string> varying;
+    auto found = values_.find(name);
+    if (found != values_.end())
+      for (const auto& [key, seen] : found->second)
+        if (seen.size() > 1) varying.insert(key);
+    return component_label(model, varying, false);
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, std::set<std::string>>> values_;
+};
+
+const std::vector<std::string> kFormatOrder = {"outcome", "cot", "acot"};
+const std::vector<std::string> kDistributionOrder = {"fixed", "uniform", "short_to_long"};
+
+int rank_of(const std::vector<std::string>& order, const std::string& value) {
+  auto at = std::find(order.begin(), order.end(), value);
+  return at == order.end() ? static_cast<int>(order.size()) : static_cast<int>(at - order.begin());
+}
+
+// A row of the paper's tables: model / format / task, in order of first appearance (formats
+// in the paper's order).
+struct RowKey {
+  int model_rank, format_rank, task_rank;
+  std::string model, format, task;
+  bool operator<(const RowKey& o) const {
+    return std::tie(model_rank, format_rank, task_rank) < std::tie(o.model_rank, o.format_rank, o.task_rank);
+  }
+};
+
+struct ColumnKey {
+  int distribution_rank, L;
+  std::string distribution;
+  bool operator<(const ColumnKey& o) const {
+    return std::tie(distribution_rank, L) < std::tie(o.distribution_rank, o.L);
+  }
+  std::string title() const { return distribution + " L=" + std::to_string(L); }
+};
+
+class Ranks {
+ public:
+  int operator()(const std::string& kind, const std::string& value) {
+    auto& seen = ranks_[kind];
+    auto [it, fresh] = seen.emplace(value, static_cast<int>(seen.size()));
+    return it->second;
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, int>> ranks_;
+};
+
+// Rows x columns of strings, rendered as a table with "–" where a row has no value.
+struct Grid {
+  std::map<RowKey, std::map<ColumnKey, std::string>> cells;
+  Table table() const {
+    std::set<ColumnKey> columns;
+    for (const auto& [row, values] : cells)
+      for (const auto& [column, value] : values) columns.insert(column);
+    Table t;
+    t.header = {"model", "format", "task"};
+    for (const auto& c : columns) t.header.push_back(c.title());
+    for (const auto& [row, values] : cells) {
+      std::vector<std::string> line{row.model, row.format, row.task};
+      for (const auto& c : columns) {
+        auto found = values.find(c);
+        line.push_back(found == values.end() ? "" : found->second);
+      }
+      t.rows.push_back(line);
+    }
+    return t;
+  }
+};
+
+void write_table(const fs::path& dir, const std::string& stem, const std::string& title,
+                 const std::string& note, const Table& table, std::vector<std::string>& index) {
+  write_file_atomically((dir / (stem + ".md")).string(),
+                        "# " + title + "\n\n" + (note.empty() ? "" : note + "\n\n") + table.markdown());
+  write_file_atomically((dir / (stem + ".csv")).string(), table.csv());
+  index.push_back("- [" + title + "](" + stem + ".md) ([CSV](" + stem + ".csv))");
+}
+
+std::string safe(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  return s;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\\\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// One figure: data blocks written to a .dat file, a gnuplot script, PNG and SVG.
+struct Figure {
+  std::string stem, title, xlabel, ylabel, y2label;
+  bool logy = false;
+  struct Series {
+    std::string title;
+    std::vector<std::pair<double, double>> points;
+    bool y2 = false;
+  };
+  std::vector<Series> series;
+};
+
+bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& index) {
+  fs::create_directories(dir);
+  std::string data;
+  for (const auto& s : f.series) {
+    data += "# " + s.title + "\n";
+    for (const auto& [x, y] : s.points) data += format_number(x, 10) + " " + format_number(y, 10) + "\n";
+    data += "\n\n";
+  }
+  write_file_atomically((dir / (f.stem + ".dat")).string(), data);
+  std::string plot;
+  for (size_t i = 0; i < f.series.size(); ++i)
+    plot += std::string(i ? ", " : "") + quote(f.stem + ".dat") + " index " + std::to_string(i) +
+            " with linespoints title " + quote(f.series[i].title) +
+            (f.series[i].y2 ? " axes x1y2 dashtype 2" : "");
+  std::string script = "# " + f.title + " (induct report)\n";
+  script += "set title " + quote(f.title) + " noenhanced\n";
+  script += "set xlabel " + quote(f.xlabel) + "\nset ylabel " + quote(f.ylabel) + "\n";
+  if (f.logy) script += "set logscale y\nset format y '10^{%T}'\n";
+  if (!f.y2label.empty()) script += "set y2label " + quote(f.y2label) + "\nset y2tics\nset ytics nomirror\n";
+  script += "set key outside right noenhanced\nset grid\n";
+  for (const char* terminal : {"pngcairo size 960,600", "svg size 960,600"}) {
+    const std::string extension = std::string(terminal).rfind("png", 0) == 0 ? "png" : "svg";
+    script += "set terminal " + std::string(terminal) + "\nset output " +
+              quote(f.stem + "." + extension) + "\nplot " + plot + "\n";
+  }
+  write_file_atomically((dir / (f.stem + ".gp")).string(), script);
+  const std::string command = "cd " + quote(dir.string()) + " && gnuplot " + quote(f.stem + ".gp") + " 2>&1";
+  const bool ok = std::system((command + " > /dev/null").c_str()) == 0;
+  if (ok) index.push_back("- ![" + f.title + "](figures/" + f.stem + ".png) ([SVG](figures/" + f.stem + ".svg))");
+  return ok;
+}
+
+}  // namespace
+
+void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
+  const auto outcomes = store.outcomes();
+  // Latest outcome per (kind, cell label): a rerun with other settings replaces the row.
+  std::map<std::pair<std::string, std::string>, const StoredOutcome*> latest;
+  for (const auto& o : outcomes) latest[{o.kind, o.label}] = &o;
+
+  ModelLabels model_labels;
+  for (const auto& [key, o] : latest) {
+    const YAML::Node model = o->value["cell"] ? o->value["cell"]["model"] : o->value["model"];
+    model_labels.add(model);
+  }
+  Ranks ranks;
+  auto row_of = [&](const YAML::Node& task, const YAML::Node& model, const std::string& format) {
+    const std::string m = model_labels(model), t = component_label(task);
+    return RowKey{ranks("model", m), rank_of(kFormatOrder, format), ranks("task", t), m, format, t};
+  };
+
+  std::vector<std::string> index;
+  std::vector<Figure> figures;
+  const bool have_gnuplot = std::system("command -v gnuplot > /dev/null 2>&1") == 0;
+
+  // N* (Table 1) and N* against L (Figures 2-5).
+  Grid nstar;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, Figure::Series>> nstar_lines;
+  for (const auto& [key, o] : latest) {
+    if (o->kind != "nstar") continue;
+    const YAML::Node cell = o->value["cell"];
+    const RowKey row = row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const std::string distribution = cell["distribution"].as<std::string>();
+    const int L = cell["L"].as<int>();
+    const bool learned = o->value["learned"].as<bool>();
+    const auto n = o->value["nstar"].as<uint64_t>();
+    nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
+        learned ? format_count(n) : kNotLearned;
+    if (learned) {
+      auto& s = nstar_lines[{row.model, row.format}][row.task + " " + distribution];
+      s.title = row.task + " " + distribution;
+      s.points.push_back({static_cast<double>(L), static_cast<double>(n)});
+    }
+  }
+  if (!nstar.cells.empty())
+    write_table(dir, "nstar_table", "N*: minimal training-set size (Table 1 layout)",
+                kNotLearned + " = not learned at N_max", nstar.table(), index);
+  for (auto& [which, lines] : nstar_lines) {
+    Figure f{"nstar_" + safe(which.first) + "_" + which.second,
+             "N* against L: " + which.first + ", " + which.second, "L (maximum length)", "N*", "", true, {}};
+    for (auto& [title, s] : lines) {
+      std::sort(s.points.begin(), s.points.end());
+      f.series.push_back(s);
+    }
+    figures.push_back(f);
+  }
+
+  // kappa (Figures 6-7).
+  Grid kappa;
+  for (const auto& [key, o] : latest) {
+    if (o->kind != "sharing") continue;
+    const RowKey row = row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
+    Figure f{"kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
+             "Sharing: " + row.model + ", " + row.format + ", " + row.task, "L",
+             "training sequences", "kappa", true, {}};
+    Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false},
+        joint{"N*_joint (Uniform 2..L)", {}, false}, k{"kappa", {}, true};
+    for (const auto& entry : o->value["lengths"]) {
+      const int L = entry["L"].as<int>();
+      const bool learned = entry["learned"].as<bool>();
+      const double value = entry["kappa"].as<double>();
+      kappa.cells[row][{0, L, "kappa"}] = learned ? format_number(value, 3) : kNotLearned;
+      if (learned) {
+        sum.points.push_back({double(L), entry["sum_fixed"].as<double>()});
+        joint.points.push_back({double(L), entry["joint"].as<double>()});
+        k.points.push_back({double(L), value});
+      }
+    }
+    f.series = {sum, joint, k};
+    if (!k.points.empty()) figures.push_back(f);
+  }
+  if (!kappa.cells.empty())
+    write_table(dir, "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
+                "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "
+                "< 1: interference. " + kNotLearned + ": some N* not learned.",
+                kappa.table(), index);
+
+  // Length generalization (Table 2) and accuracy against length.
+  Grid lengthgen;
+  Table curves;
+  curves.header = {"model", "format", "task", "distribution", "L", "length", "sequences",
+                   "final-state accuracy", "normalized", "token accuracy"};
+  std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
+  for (const auto& [key, o] : latest) {
+    if (o->kind != "lengthgen") continue;
+    const YAML::Node cell = o->value["cell"];
+    const RowKey row = row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const std::string distribution = cell["distribution"].as<std::string>();
+    const int L = cell["L"].as<int>();
+    const int report_length = o->value["report_length"].as<int>();
+    Figure& f = lengthgen_figures[{row.model, row.format}];
+    f.stem = "lengthgen_" + safe(row.model) + "_" + row.format;
+    f.title = "Length generalization: " + row.model + ", " + row.format;
+    f.xlabel = "length (multiples of the trained maximum L)";
+    f.ylabel = "normalized final-state accuracy";
+    Figure::Series s{row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
+    for (const auto& point : o->value["curve"]) {
+      const int length = point[0].as<int>();
+      const double normalized = point[3].as<double>();
+      curves.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                             std::to_string(length), point[1].as<std::string>(),
+                             format_fraction(point[2].as<double>()), format_fraction(normalized),
+                             format_fraction(point[4].as<double>())});
+      s.points.push_back({static_cast<double>(length) / L, normalized});
+      if (length == report_length)
+        lengthgen.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
+            format_fraction(normalized);
+    }
+    f.series.push_back(s);
+  }
+  if (!lengthgen.cells.empty()) {
+    write_table(dir, "lengthgen_table", "Length generalization at 2L (Table 2 layout)",
+                "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
+                "CoT decodes greedily.",
+                lengthgen.table(), index);
+    write_file_atomically((dir / "lengthgen_curves.csv").string(), curves.csv());
+    index.push_back("- [every evaluated length](lengthgen_curves.csv)");
+  }
+  for (auto& [which, f] : lengthgen_figures) figures.push_back(f);
+
+  size_t drawn = 0;
+  if (!figures.empty()) {
+    if (have_gnuplot) {
+      index.push_back("\n## Figures\n");
+      for (const auto& f : figures) drawn += render(f, dir / "figures", index);
+    } else if (log) {
+      *log << "note: gnuplot is not installed; figures skipped (apt-get install gnuplot-nox)\n";
+    }
+  }
+  if (index.empty()) return;
+  write_file_atomically((dir / "report.md").string(),
+                        "# Results\n\nDrawn from `results.sqlite` by `induct report`.\n\n" +
+                            [&] {
+                              std::string s;
+                              for (const auto& line : index) s += line + "\n";
+                              return s;
+                            }());
+  if (log)
+    *log << "report: " << (dir / "report.md").string() << " (" << figures.size() << " figure(s)"
+         << (have_gnuplot ? ", " + std::to_string(drawn) + " drawn" : "") << ")\n";
+}
+
+}  // namespace induct

@@ -1,0 +1,25 @@
+// `induct report`: the paper's tables and figures, drawn from a results store.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+
+#include "store/store.hpp"
+
+namespace induct {
+
+// Writes into `dir`:
+//   nstar_table.{md,csv}      N* per cell in the layout of the paper's Table 1: rows
+//                             model / format / task, columns distribution x L, "–" = not learned
+//   kappa_table.{md,csv}      the sharing factor kappa(L) per model / format / task
+//   lengthgen_table.{md,csv}  normalized final-state accuracy at the report length (2L),
+//                             rows model / format / task, columns distribution x L (Table 2)
+//   lengthgen_curves.csv      every evaluated length
+//   figures/*.{png,svg}       N* against L (log scale) per model and format (Figures 2-5);
+//                             sum of N*_n and N*_joint against L with kappa (Figures 6-7);
+//                             accuracy against length; each with its .dat and .gp files
+//   report.md                 an index of all of the above
+// Only what the store holds is written; figures need gnuplot (skipped with a note if absent).
+void write_reports(const Store& store, const std::filesystem::path& dir, std::ostream* log);
+
+}  // namespace induct

@@ -1,0 +1,35 @@
+// The N* search of SPEC.md section 5, as a pure function of "does N succeed?".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace induct {
+
+struct SearchSettings {
+  double factor = 1000;     // M: the geometric phase divides N by M while N succeeds
+  int max_steps = 20;       // tested sizes in all, N_max included
+  double tolerance = 0.02;  // binary phase stops when hi - lo <= max(1, tolerance * hi)
+};
+
+struct SearchStep {
+  uint64_t n = 0;
+  bool success = false;
+};
+
+struct SearchOutcome {
+  bool learned = false;  // N_max succeeded
+  uint64_t nstar = 0;    // the smallest success found (0 when not learned)
+  uint64_t largest_failure = 0;
+  std::vector<SearchStep> steps;
+};
+
+// Tries N_max; if it fails the cell is not learned. Otherwise divides by `factor` while
+// sizes succeed (never below 1), then bisects between the largest failure and the smallest
+// success until hi - lo <= max(1, tolerance * hi) or max_steps sizes have been tried.
+// N* is the smallest success. `succeeds` is called once per tested size, in order.
+SearchOutcome search_nstar(uint64_t n_max, const SearchSettings& settings,
+                           const std::function<bool(uint64_t n)>& succeeds);
+
+}  // namespace induct

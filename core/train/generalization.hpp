@@ -1,0 +1,24 @@
+// Length generalization (SPEC.md section 7): accuracy on fresh sequences longer than any
+// trained one.
+#pragma once
+
+#include <torch/types.h>
+
+#include "induct/model.hpp"
+#include "train/components.hpp"
+
+namespace induct {
+
+// For each length n: min(samples, A^n) distinct sequences of n actions drawn from a stream
+// seeded by (seed, n), then the teacher-forced loss and, for the final state and the token
+// accuracy, the model's own predictions: Outcome and ACoT read position n; CoT decodes the
+// n states greedily after SEP (no teacher forcing) and reads the last one.
+std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const CellData& cell,
+                                                   const std::vector<int>& lengths,
+                                                   uint64_t samples, uint64_t seed,
+                                                   int64_t batch_size, torch::Device device);
+
+// (accuracy - 1/S) / (1 - 1/S): 0 is chance over S states, 1 is perfect.
+double normalized_accuracy(double accuracy, int64_t states);
+
+}  // namespace induct
