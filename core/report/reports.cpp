@@ -143,6 +143,7 @@ std::string quote(const std::string& s) {
 struct Figure {
   std::string stem, title, xlabel, ylabel, y2label;
   bool logy = false;
+  std::string extra;  // further gnuplot settings
   struct Series {
     std::string title;
     std::vector<std::pair<double, double>> points;
@@ -170,15 +171,17 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   script += "set xlabel " + quote(f.xlabel) + "\nset ylabel " + quote(f.ylabel) + "\n";
   if (f.logy) script += "set logscale y\nset format y '10^{%T}'\n";
   if (!f.y2label.empty()) script += "set y2label " + quote(f.y2label) + "\nset y2tics\nset ytics nomirror\n";
-  script += "set key outside right noenhanced\nset grid\n";
+  script += "set key top left noenhanced\nset grid\n" + f.extra;
   for (const char* terminal : {"pngcairo size 960,600", "svg size 960,600"}) {
     const std::string extension = std::string(terminal).rfind("png", 0) == 0 ? "png" : "svg";
     script += "set terminal " + std::string(terminal) + "\nset output " +
               quote(f.stem + "." + extension) + "\nplot " + plot + "\n";
   }
   write_file_atomically((dir / (f.stem + ".gp")).string(), script);
-  const std::string command = "cd " + quote(dir.string()) + " && gnuplot " + quote(f.stem + ".gp") + " 2>&1";
-  const bool ok = std::system((command + " > /dev/null").c_str()) == 0;
+  // gnuplot's messages (e.g. "empty x range" for a single point) go to the figure's .log.
+  const std::string command = "cd " + quote(dir.string()) + " && gnuplot " + quote(f.stem + ".gp") +
+                              " > " + quote(f.stem + ".log") + " 2>&1";
+  const bool ok = std::system(command.c_str()) == 0;
   if (ok) index.push_back("- ![" + f.title + "](figures/" + f.stem + ".png) ([SVG](figures/" + f.stem + ".svg))");
   return ok;
 }
@@ -230,7 +233,8 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
                 kNotLearned + " = not learned at N_max", nstar.table(), index);
   for (auto& [which, lines] : nstar_lines) {
     Figure f{"nstar_" + safe(which.first) + "_" + which.second,
-             "N* against L: " + which.first + ", " + which.second, "L (maximum length)", "N*", "", true, {}};
+             "N* against L: " + which.first + ", " + which.second, "L (maximum length)", "N*", "", true,
+             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
     for (auto& [title, s] : lines) {
       std::sort(s.points.begin(), s.points.end());
       f.series.push_back(s);
@@ -245,7 +249,7 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     const RowKey row = row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
     Figure f{"kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
              "Sharing: " + row.model + ", " + row.format + ", " + row.task, "L",
-             "training sequences", "kappa", true, {}};
+             "training sequences", "kappa", true, "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
     Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false},
         joint{"N*_joint (Uniform 2..L)", {}, false}, k{"kappa", {}, true};
     for (const auto& entry : o->value["lengths"]) {
