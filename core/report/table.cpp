@@ -8,16 +8,24 @@
 namespace induct {
 
 namespace {
+// Display width: UTF-8 code points ("–" is one column, three bytes).
+size_t width_of(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 std::vector<size_t> widths(const Table& t) {
   std::vector<size_t> w(t.header.size(), 0);
-  for (size_t c = 0; c < t.header.size(); ++c) w[c] = t.header[c].size();
+  for (size_t c = 0; c < t.header.size(); ++c) w[c] = width_of(t.header[c]);
   for (const auto& row : t.rows)
-    for (size_t c = 0; c < row.size() && c < w.size(); ++c) w[c] = std::max(w[c], row[c].size());
+    for (size_t c = 0; c < row.size() && c < w.size(); ++c) w[c] = std::max(w[c], width_of(row[c]));
   return w;
 }
 
 std::string pad(const std::string& s, size_t width) {
-  return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
+  const size_t have = width_of(s);
+  return s + std::string(width > have ? width - have : 0, ' ');
 }
 }  // namespace
 

@@ -113,8 +113,12 @@ std::string eta(const Progress& progress, size_t done, size_t total) {
 
 int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   const StudyConfig& config = run.config;
-  Table table;
-  table.header = {"cell", "N_max", "N*", "search steps", "trials trained", "optimisation steps"};
+  // The N* table holds only what the search decides (the same after any resume); what it
+  // cost depends on which trials ran before a success cancelled the rest, so it is a table of
+  // its own.
+  Table table, cost;
+  table.header = {"cell", "N_max", "N*", "search steps"};
+  cost.header = {"cell", "search steps", "trials trained now", "optimisation steps (all trials)"};
   size_t incomplete = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
@@ -129,10 +133,13 @@ int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     incomplete += !s.complete;
     table.rows.push_back({cell.label, format_count(s.n_max),
                           !s.complete ? "?" : s.learned ? format_count(s.nstar) : kNotLearned,
-                          std::to_string(s.steps), std::to_string(s.trained),
-                          std::to_string(s.optimisation_steps)});
+                          std::to_string(s.steps)});
+    cost.rows.push_back({cell.label, std::to_string(s.steps), std::to_string(s.trained),
+                         std::to_string(s.optimisation_steps)});
   }
   run.out << "\n" << table.text();
+  write_file_atomically((run.out_dir / (config.name + "_cost.md")).string(),
+                        "# " + config.name + ": search cost\n\n" + cost.markdown());
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
                         "# " + config.name + ": N* per cell\n\n" + table.markdown());
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());

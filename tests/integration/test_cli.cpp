@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "store/store.hpp"
 #include "support.hpp"
 
 using namespace induct::test;
@@ -90,4 +92,53 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(second.exit_code == 0, second.output);
   BOOST_TEST(second.output.find("N=40: 4 stored, 0 trained") != std::string::npos, second.output);
   BOOST_TEST(read(dir + "/train.csv") == csv);  // same table, nothing retrained
+}
+
+// A study killed mid-way (SIGKILL, no chance to clean up) and run again completes with the
+// same table as an uninterrupted run, and trials finished before the kill are not retrained.
+BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
+  const std::string study = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
+  const std::string clean = temp_dir("resume-clean"), killed = temp_dir("resume-killed");
+  CommandResult reference = run_command(kInduct + " run " + study + " --out " + clean);
+  BOOST_REQUIRE_MESSAGE(reference.exit_code == 0, reference.output);
+
+  run_command(kInduct + " run " + study + " --out " + killed + " > " + killed +
+              "/log 2>&1 & echo $! > " + killed + "/pid");
+  const std::string pid = read(killed + "/pid");
+  size_t stored = 0;
+  for (int i = 0; i < 600 && stored < 3; ++i) {
+    ::usleep(20'000);
+    if (std::ifstream(killed + "/results.sqlite").good()) {
+      try {
+        induct::Store store(killed + "/results.sqlite");
+        stored = store.all().size();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(stored >= 3, "the study stored no trials in time");
+  run_command("kill -9 " + pid);
+  ::usleep(200'000);
+  std::map<std::string, std::string> before;  // key -> created + result, finished trials only
+  {
+    induct::Store store(killed + "/results.sqlite");
+    for (const auto& t : store.all())
+      if (t.result.status != induct::TrialStatus::kCancelled &&
+          t.result.status != induct::TrialStatus::kError)
+        before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
+  }
+  BOOST_TEST(!before.empty());
+  BOOST_TEST(!std::ifstream(killed + "/tiny_nstar.md").good());  // it did not finish
+
+  CommandResult resumed = run_command(kInduct + " run " + study + " --out " + killed);
+  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
+  BOOST_TEST(read(killed + "/tiny_nstar.md") == read(clean + "/tiny_nstar.md"));
+  induct::Store store(killed + "/results.sqlite");
+  size_t unchanged = 0;
+  for (const auto& t : store.all()) {
+    auto found = before.find(t.key);
+    if (found == before.end()) continue;
+    unchanged += found->second == t.created + YAML::Dump(t.result.to_yaml());
+  }
+  BOOST_TEST(unchanged == before.size());
 }
