@@ -95,6 +95,14 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   s.epsilon = training.get<double>("epsilon", s.epsilon);
   if (!(s.epsilon > 0)) training.fail("epsilon", "must be positive");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
+  s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
+  if (s.stall_window > 0) {
+    s.stall_improvement = training.get<double>("stall_improvement", s.stall_improvement);
+    if (!(s.stall_improvement > 0 && s.stall_improvement < 1))
+      training.fail("stall_improvement", "must be in (0, 1)");
+    if (s.stall_window % s.eval_every != 0)
+      training.fail("stall_window", "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
+  }
   return s;
 }
 

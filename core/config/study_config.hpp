@@ -20,6 +20,11 @@ struct TrainSettings {
   int64_t eval_batch_size = 500;
   double epsilon = 1e-4;
   bool curriculum = true;  // Short-to-Long batches in ascending length (SPEC project decision)
+  // Failure detector (project extension, off by default and in paper-faithful configs): stop a
+  // configuration as failed when its best validation loss has not fallen by at least
+  // stall_improvement (relative) over the last stall_window steps. 0: off.
+  int64_t stall_window = 0;
+  double stall_improvement = 0.01;
 };
 
 // Where and how the trainings run. Not part of a trial's identity.

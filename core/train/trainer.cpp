@@ -168,6 +168,17 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
         result.status = TrialStatus::kSucceeded;
         break;
       }
+      // Failure detector: the best loss now against the best loss a window ago.
+      if (settings.stall_window > 0 && result.steps >= settings.stall_window) {
+        double best_then = std::numeric_limits<double>::infinity();
+        for (const EvalPoint& p : result.history)
+          if (p.step <= result.steps - settings.stall_window) best_then = std::min(best_then, p.val_loss);
+        if (std::isfinite(best_then) &&
+            result.best_loss > best_then * (1.0 - settings.stall_improvement)) {
+          result.stalled = true;
+          break;  // status stays failed
+        }
+      }
     }
   }
   result.seconds =

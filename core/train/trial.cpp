@@ -64,6 +64,11 @@ YAML::Node to_yaml(const TrainSettings& t) {
   node["eval_batch_size"] = t.eval_batch_size;
   node["epsilon"] = exact(t.epsilon);
   node["curriculum"] = t.curriculum;
+  // Only when on, so that keys of trials without a detector are unchanged.
+  if (t.stall_window > 0) {
+    node["stall_window"] = t.stall_window;
+    node["stall_improvement"] = exact(t.stall_improvement);
+  }
   return node;
 }
 
@@ -98,6 +103,10 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   spec.training.eval_batch_size = t["eval_batch_size"].as<int64_t>();
   spec.training.epsilon = t["epsilon"].as<double>();
   spec.training.curriculum = t["curriculum"].as<bool>();
+  if (t["stall_window"]) {
+    spec.training.stall_window = t["stall_window"].as<int64_t>();
+    spec.training.stall_improvement = t["stall_improvement"].as<double>();
+  }
   spec.max_length = node["max_length"].as<int64_t>();
   spec.device = node["device"].as<std::string>();
   if (node["plugin_path"])
@@ -194,6 +203,7 @@ YAML::Node TrialResult::to_yaml() const {
   node["best_loss"] = exact(best_loss);
   node["seconds"] = exact(seconds);
   node["validated_on_training"] = validated_on_training;
+  if (stalled) node["stalled"] = true;
   node["error"] = error;
   YAML::Node metrics;
   metrics["count"] = last.count;
@@ -221,6 +231,7 @@ TrialResult TrialResult::from_yaml(const YAML::Node& node) {
   r.best_loss = node["best_loss"].as<double>();
   r.seconds = node["seconds"].as<double>();
   r.validated_on_training = node["validated_on_training"].as<bool>();
+  r.stalled = node["stalled"] && node["stalled"].as<bool>();
   r.error = node["error"].as<std::string>("");
   const YAML::Node m = node["last"];
   r.last.count = m["count"].as<int64_t>();

@@ -81,6 +81,7 @@ struct TrialResult {
   double best_loss = 0;  // best validation loss over all evaluations
   EvalMetrics last;      // at the last evaluation
   bool validated_on_training = false;  // the validation set was empty (tiny spaces)
+  bool stalled = false;                // failed early: the failure detector stopped it
   double seconds = 0;
   std::vector<EvalPoint> history;
   std::vector<LengthMetrics> generalization;  // one entry per TrialSpec::eval_lengths

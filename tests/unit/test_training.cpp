@@ -91,3 +91,23 @@ BOOST_AUTO_TEST_CASE(wrong_output_shape_is_caught_before_training) {
                message);
   }
 }
+
+BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progress) {
+  TrialSpec hopeless = parity_trial(6, 102, 32, 1e-7, 2000);  // lr far too small to move
+  hopeless.training.stall_window = 200;
+  hopeless.training.stall_improvement = 0.01;
+  TrialResult r = run_trial(hopeless, test::plugins());
+  BOOST_TEST(r.stalled);
+  BOOST_TEST(to_string(r.status) == "failed");
+  BOOST_TEST(r.steps < 400);
+  // The same configuration that learns is not stopped by it.
+  TrialSpec learner = parity_trial(6, 102, 64, 3e-3, 2000);
+  learner.training.epsilon = 1e-3;
+  learner.training.stall_window = 500;
+  TrialResult ok = run_trial(learner, test::plugins());
+  BOOST_TEST(ok.succeeded());
+  BOOST_TEST(!ok.stalled);
+  // The detector is part of the trial's identity.
+  TrialSpec plain = parity_trial(6, 102, 32, 1e-7, 2000);
+  BOOST_TEST(plain.key() != hopeless.key());
+}
