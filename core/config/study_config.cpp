@@ -135,7 +135,7 @@ LengthGenSettings read_lengthgen(const Options& section) {
   s.samples = section.get<unsigned long>("samples", s.samples);
   if (s.multiples.empty()) section.fail("multiples", "must not be empty");
   for (double m : s.multiples)
-    if (!(m > 1)) section.fail("multiples", "every multiple of L must be greater than 1");
+    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
   if (std::find(s.multiples.begin(), s.multiples.end(), s.report_multiple) == s.multiples.end())
     section.fail("report_multiple", "must be one of the multiples");
   if (s.samples < 1) section.fail("samples", "must be at least 1");

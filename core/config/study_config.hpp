@@ -39,7 +39,7 @@ struct RunSettings {
 // Length generalization (SPEC.md section 7): after training, final-state accuracy on
 // sequences of round(multiple x L) actions.
 struct LengthGenSettings {
-  std::vector<double> multiples{1.5, 2, 3, 4};
+  std::vector<double> multiples{1, 1.5, 2, 3, 4};  // 1: the trained maximum itself
   double report_multiple = 2;  // the column of the paper's Table 2
   uint64_t samples = 500;      // sequences per evaluated length
 };

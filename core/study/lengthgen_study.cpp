@@ -3,6 +3,7 @@
 #include <cmath>
 #include <ostream>
 
+#include "options_yaml.hpp"
 #include "report/format.hpp"
 #include "report/reports.hpp"
 #include "report/table.hpp"
@@ -58,10 +59,10 @@ int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     value["cell"] = cell.cell.to_yaml();
     value["plugins"] = cell.plugin_versions;
     value["n"] = n;
-    value["lr"] = format_number(spec.lr, 17);
+    value["lr"] = yaml::exact(spec.lr);
     value["seed"] = spec.seed;
     value["status"] = to_string(result.status);
-    value["best_loss"] = format_number(result.best_loss, 17);
+    value["best_loss"] = yaml::exact(result.best_loss);
     value["states"] = cell.num_states;
     value["report_length"] = static_cast<int>(std::lround(config.lengthgen.report_multiple * cell.cell.L));
     std::string line = context + ": lr=" + format_number(spec.lr, 3) + " seed=" +
@@ -74,9 +75,9 @@ int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       point.SetStyle(YAML::EmitterStyle::Flow);
       point.push_back(m.length);
       point.push_back(m.count);
-      point.push_back(format_number(m.final_accuracy, 17));
-      point.push_back(format_number(normalized, 17));
-      point.push_back(format_number(m.token_accuracy, 17));
+      point.push_back(yaml::exact(m.final_accuracy));
+      point.push_back(yaml::exact(normalized));
+      point.push_back(yaml::exact(m.token_accuracy));
       value["curve"].push_back(point);
       line += ", " + std::to_string(m.length) + ": " + format_fraction(normalized);
     }

@@ -1,6 +1,7 @@
 // The `nstar` study (SPEC.md section 5) and the `sharing` study built on it (section 6).
 #include <ostream>
 
+#include "options_yaml.hpp"
 #include "report/format.hpp"
 #include "report/reports.hpp"
 #include "report/table.hpp"
@@ -25,11 +26,11 @@ std::string nstar_key(const StudyConfig& config, const PreparedCell& cell) {
   identity["kind"] = "nstar";
   identity["cell"] = cell.key();
   identity["training"] = to_yaml(config.training);
-  for (double lr : config.learning_rates) identity["learning_rates"].push_back(format_number(lr, 17));
+  for (double lr : config.learning_rates) identity["learning_rates"].push_back(yaml::exact(lr));
   for (uint64_t seed : config.seeds) identity["seeds"].push_back(seed);
-  identity["search"]["factor"] = format_number(config.search.factor, 17);
+  identity["search"]["factor"] = yaml::exact(config.search.factor);
   identity["search"]["max_steps"] = config.search.max_steps;
-  identity["search"]["tolerance"] = format_number(config.search.tolerance, 17);
+  identity["search"]["tolerance"] = yaml::exact(config.search.tolerance);
   return content_key(flow(identity));
 }
 
@@ -205,7 +206,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       row["joint"] = joint.nstar;
       row["learned"] = all_learned;
       const double kappa = all_learned ? static_cast<double>(sum) / joint.nstar : 0;
-      row["kappa"] = format_number(kappa, 17);
+      row["kappa"] = yaml::exact(kappa);
       value["lengths"].push_back(row);
       table.rows.push_back({base_label, std::to_string(L), all_learned ? format_count(sum) : kNotLearned,
                             joint.learned ? format_count(joint.nstar) : kNotLearned,

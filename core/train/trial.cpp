@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "options_yaml.hpp"
 #include "util/hash.hpp"
 
 namespace induct {
@@ -16,12 +17,7 @@ std::string format_number(double value, int digits) {
 }
 
 namespace {
-// Round-trip precision, with YAML's spellings of the non-finite values.
-std::string exact(double value) {
-  if (std::isnan(value)) return ".nan";
-  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
-  return format_number(value, 17);
-}
+using yaml::exact;
 
 YAML::Node validation_yaml(const ValidationPolicy& v) {
   YAML::Node node;

@@ -98,7 +98,7 @@ struct TrialResult {
 // The training settings as YAML (canonical: part of trial and outcome keys).
 YAML::Node to_yaml(const TrainSettings& settings);
 
-// "%.6g" for tables and messages; "%.17g" (round-trip) for stored values.
+// "%.6g" for tables and messages (stored values use yaml::exact, the shortest round trip).
 std::string format_number(double value, int digits = 6);
 
 }  // namespace induct

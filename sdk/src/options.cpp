@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -178,10 +179,7 @@ T decode(const YAML::Node& node, const std::string& at, const std::string& name)
 template <class T>
 YAML::Node encode(const T& value) {
   if constexpr (std::is_floating_point_v<T>) {
-    std::ostringstream out;
-    out.precision(std::numeric_limits<T>::max_digits10);
-    out << value;
-    return YAML::Node(out.str());
+    return YAML::Node(yaml::exact(static_cast<double>(value)));
   } else {
     return YAML::Node(value);
   }
@@ -418,6 +416,17 @@ Options load_string(const std::string& text, const std::string& name,
                     const std::vector<std::string>& overrides,
                     const std::vector<Assignment>& assignments) {
   return load([&] { return YAML::Load(text); }, name, overrides, assignments);
+}
+
+std::string exact(double value) {
+  if (std::isnan(value)) return ".nan";
+  if (std::isinf(value)) return value > 0 ? ".inf" : "-.inf";
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
 }
 
 std::string location(const std::string& file, const YAML::Node& node) {

@@ -30,6 +30,10 @@ Options load_string(const std::string& text, const std::string& name,
                     const std::vector<std::string>& overrides = {},
                     const std::vector<Assignment>& assignments = {});
 
+// The shortest decimal text that reads back as exactly `value` ("0.1", not
+// "0.10000000000000001"), with YAML's spellings of the non-finite values (.nan, .inf, -.inf).
+std::string exact(double value);
+
 // "file:line:column" of a node (the file alone for a node made in memory).
 std::string location(const std::string& file, const YAML::Node& node);
 
