@@ -142,3 +142,26 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   }
   BOOST_TEST(unchanged == before.size());
 }
+
+BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
+  CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("model  exploding") != std::string::npos, r.output);
+  for (const char* refusal : {"not an induct plugin", "built for plugin API version 0",
+                              "built for plugin API version 2", "bytes, expected",
+                              "built against libtorch 1.12", "built with another C++ ABI",
+                              "registration threw", "is registered by both"})
+    BOOST_TEST(r.output.find(refusal) != std::string::npos, refusal);
+}
+
+BOOST_AUTO_TEST_CASE(a_model_with_the_wrong_output_shape_stops_before_training) {
+  std::string dir = temp_dir("shape");
+  CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " run " +
+                                kTiny + " --set 'model={name: wrong_shape}' --out " + dir);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("forward returned logits of shape [2, 5, 5], expected [2, 5, 6]") !=
+                 std::string::npos,
+             r.output);
+  BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
+}

@@ -45,21 +45,80 @@ BOOST_AUTO_TEST_CASE(refuses_a_library_without_the_entry_point) {
   BOOST_TEST(message.find(file + ": not an induct plugin (no 'induct_plugin_entry'") == 0u, message);
 }
 
-BOOST_AUTO_TEST_CASE(refuses_a_plugin_of_another_api_version) {
-  std::string file = kFixtures + "/libfixture_wrong_api.so";
+BOOST_AUTO_TEST_CASE(refuses_plugins_of_other_api_versions) {
+  for (auto [fixture, version] : {std::pair<const char*, int>{"api_older", 0},
+                                  {"api_newer", INDUCT_PLUGIN_API_VERSION + 1}}) {
+    std::string file = kFixtures + "/libfixture_" + fixture + ".so";
+    std::string message = refusal(file);
+    BOOST_TEST(message == file + ": built for plugin API version " + std::to_string(version) +
+                              ", but this induct uses version " +
+                              std::to_string(INDUCT_PLUGIN_API_VERSION) +
+                              " (rebuild the plugin against this SDK)");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_plugin_info_of_another_size) {
+  std::string file = kFixtures + "/libfixture_struct_size.so";
+  const auto size = sizeof(InductPluginInfo);
+  BOOST_TEST(refusal(file) == file + ": plugin info is " + std::to_string(size - 8) +
+                                  " bytes, expected " + std::to_string(size) +
+                                  " (built against a different SDK header)");
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_plugin_built_against_another_libtorch) {
+  std::string file = kFixtures + "/libfixture_torch_version.so";
+  BOOST_TEST(refusal(file) == file + ": built against libtorch 1.12, but induct uses libtorch " +
+                                  std::to_string(TORCH_VERSION_MAJOR) + "." +
+                                  std::to_string(TORCH_VERSION_MINOR));
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_plugin_built_with_another_cxx_abi) {
+  std::string file = kFixtures + "/libfixture_cxx_abi.so";
   std::string message = refusal(file);
-  BOOST_TEST(message.find(file + ": built for plugin API version " +
-                          std::to_string(INDUCT_PLUGIN_API_VERSION + 1) +
-                          ", but this induct uses version " +
-                          std::to_string(INDUCT_PLUGIN_API_VERSION)) == 0u,
-             message);
+  BOOST_TEST(message.find(file + ": built with another C++ ABI (GXX ABI ") == 0u, message);
+  BOOST_TEST(message.find("CXX11 ABI 0; induct: ") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_plugin_whose_registration_throws) {
+  std::string file = kFixtures + "/libfixture_register_throws.so";
+  BOOST_TEST(refusal(file) == file + " (plugin 'behaviour'): registration threw: cannot find my "
+                                     "configuration file");
+}
+
+BOOST_AUTO_TEST_CASE(refuses_a_second_library_registering_the_same_name) {
+  PluginRegistry registry;
+  const std::string a = kFixtures + "/libfixture_twin_a.so", b = kFixtures + "/libfixture_twin_b.so";
+  registry.load(a);
+  try {
+    registry.load(b);
+    BOOST_FAIL("no error");
+  } catch (const PluginError& e) {
+    BOOST_TEST(std::string(e.what()) == b + " (plugin 'behaviour'): model 'twin' is registered by both " +
+                                            a + " and " + b + " (keep one of them on the plugin path)");
+  }
+  BOOST_TEST(registry.find("model", "twin")->library == a);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_factory_is_reported_with_its_plugin) {
+  PluginRegistry registry;
+  const std::string file = kFixtures + "/libfixture_factory_throws.so";
+  registry.load(file);
+  ModelContext ctx;
+  try {
+    registry.make_model("exploding", ctx);
+    BOOST_FAIL("no error");
+  } catch (const PluginError& e) {
+    BOOST_TEST(std::string(e.what()) == "model 'exploding' (" + file + "): out of coffee");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(refused_libraries_do_not_hide_the_good_ones) {
   PluginRegistry registry;
   registry.load_all({kFixtures, INDUCT_PLUGIN_DIR});
-  BOOST_TEST(registry.problems().size() == 2u);
-  BOOST_TEST(registry.find("model", "lstm") != nullptr);
+  // no_entry, api_older, api_newer, struct_size, torch_version, cxx_abi, register_throws, twin_b
+  BOOST_TEST(registry.problems().size() == 8u);
+  for (const char* good : {"lstm", "gpt2", "mamba", "twin", "exploding", "wrong_shape"})
+    BOOST_TEST(registry.find("model", good) != nullptr, good);
   BOOST_TEST(registry.find("task", "modular") != nullptr);
 }
 
