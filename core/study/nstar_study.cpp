@@ -60,11 +60,12 @@ Search nstar_of(StudyRun& run, const PreparedCell& cell, const std::string& cont
   }
   SearchOutcome outcome;  // N_max = 0 (nothing to train on): not learned
   struct Undecided {};
+  int tested = 0;
   try {
     if (cell.plan.n_max > 0)
       outcome = search_nstar(cell.plan.n_max, config.search, [&](uint64_t n) {
-        const std::string where = context + " | step " + std::to_string(outcome.steps.size() + 1) +
-                                  " N=" + std::to_string(n);
+        const std::string where = context + " | step " + std::to_string(++tested) + " N=" +
+                                  std::to_string(n);
         StepResult step = run_step(run, cell, n, true, {}, where);
         s.trained += step.trained;
         for (const auto& r : step.results) s.optimisation_steps += r.steps;
