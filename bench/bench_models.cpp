@@ -1,12 +1,13 @@
 // Training-step throughput of the in-tree models, and the machine's float32 GEMM peak.
 //
 //   induct_bench [--models lstm,gpt2,...] [--lengths 10,30,62] [--batch 64] [--seconds 3]
-//               [--small]
+//                [--small] [--threads 1] [--peak-only]
 //
-// One line per (model, length): steps/s of a full training step (forward, cross-entropy on
-// every position, backward, Adam), the model's forward FLOPs per step counted from its GEMMs
-// by a profiler-free estimate (6 x parameters x tokens for dense layers), and achieved GFLOP/s.
-// bench/run_bench.sh runs this and the PyTorch reference alternately and prints one table.
+// A step is what induct's trainer does: forward on random tokens [batch, T] of Z_5's
+// vocabulary (12), cross-entropy on every position, backward, Adam. Prints one line per
+// (model, length): steps/s, the step's FLOPs counted from the model's matrix products
+// (forward x 3 for forward + backward), and achieved GFLOP/s. bench/run_bench.sh alternates
+// this with the PyTorch reference and prints the table of docs/performance.md.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iostream>
@@ -37,7 +38,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// GFLOP/s of a large float32 matmul (the same shape the notes measured: 1280x256x1024).
+// GFLOP/s of a large float32 matmul (1280x256 by 256x1024, as measured in the notes).
 double gemm_peak(double budget) {
   auto a = torch::randn({1280, 256}), b = torch::randn({256, 1024});
   torch::Tensor c;
@@ -51,16 +52,48 @@ double gemm_peak(double budget) {
   return 2.0 * 1280 * 256 * 1024 * runs / seconds_since(start) / 1e9;
 }
 
+// Forward FLOPs of one batch from the model's matrix products (and the scan for Mamba);
+// a training step is counted as 3x forward.
+double forward_flops(const std::string& kind, const YAML::Node& m, double B, double T, double V) {
+  auto get = [&](const char* key) { return m[key].as<double>(); };
+  if (kind == "lstm") {
+    const double H = get("hidden");
+    return 2 * B * T * (4 * H * 2 * H + H * V);
+  }
+  if (kind == "gpt2" || kind == "llama" || kind == "pythia") {
+    const double d = get("d_model"), ff = get("d_ff"), layers = get("layers");
+    const double mlp = kind == "llama" ? 3 * d * ff : 2 * d * ff;
+    const double per_layer = 2 * B * T * (4 * d * d + mlp) + 2 * 2 * B * T * T * d;  // + QK^T, AV
+    return layers * per_layer + 2 * B * T * d * V;
+  }
+  if (kind == "dense_ssm") {
+    const double H = get("hidden"), E = get("embed"), R = get("rank");
+    if (R > 0) return 2 * B * T * (E * R + 2 * H * R) + 2 * B * T * H * V;
+    const double per_step = V <= 32 ? 2 * B * H * V * H : 2 * B * H * H;
+    return 2 * H * H * E * V + T * per_step + 2 * B * T * H * V;
+  }
+  if (kind == "mamba") {
+    const double d = get("d_model"), Di = get("expand") * d, N = get("d_state"), R = get("dt_rank"),
+                 K = get("d_conv"), layers = get("layers");
+    const double projections = 2 * B * T * (d * 2 * Di + Di * (R + 2 * N) + R * Di + Di * d);
+    const double scan = 6 * B * T * Di * N + 2 * K * B * T * Di;  // update, readout, conv
+    return layers * (projections + scan) + 2 * B * T * d * V;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   po::options_description options("induct_bench options");
-  options.add_options()("models", po::value<std::string>()->default_value("lstm,lstm768,gpt2,llama,pythia,dense_ssm,mamba"), "models")(
-      "lengths", po::value<std::string>()->default_value("10,30,62"), "sequence lengths (tokens)")(
+  options.add_options()(
+      "models", po::value<std::string>()->default_value("lstm,lstm768,gpt2,llama,pythia,dense_ssm,mamba"),
+      "models")("lengths", po::value<std::string>()->default_value("10,30,62"), "tokens per sequence")(
       "batch", po::value<int64_t>()->default_value(64), "batch size")(
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
       "small", "d_model 64, 2 layers (the sizes a CPU user runs)")(
-      "threads", po::value<int>()->default_value(1), "intra-op threads")("help", "this help");
+      "threads", po::value<int>()->default_value(1), "intra-op threads")(
+      "peak-only", "only measure the GEMM peak")("help", "this help");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
@@ -68,6 +101,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   configure_process(vm["threads"].as<int>());
+  const double budget = vm["seconds"].as<double>();
+  if (vm.count("peak-only")) {
+    std::cout << "gemm_peak_gflops " << gemm_peak(budget) << "\n";
+    return 0;
+  }
   const bool small = vm.count("small") > 0;
   const std::map<std::string, std::string> configs = {
       {"lstm", small ? "{name: lstm, hidden: 64}" : "{name: lstm, hidden: 256}"},
@@ -81,9 +119,7 @@ int main(int argc, char** argv) {
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));
   const int64_t batch = vm["batch"].as<int64_t>(), vocab = 12;  // Z_5: 5 + 5 + 2 tokens
-  const double budget = vm["seconds"].as<double>();
 
-  std::cout << "gemm_peak_gflops " << gemm_peak(budget) << "\n";
   for (const auto& name : split(vm["models"].as<std::string>())) {
     if (!configs.count(name)) {
       std::cerr << "unknown model " << name << "\n";
@@ -91,8 +127,9 @@ int main(int argc, char** argv) {
     }
     for (const auto& length_text : split(vm["lengths"].as<std::string>())) {
       const int64_t T = std::stol(length_text);
-      auto model = make_model_checked(registry, yaml::from_node(YAML::Load(configs.at(name)), "bench"),
-                                      {vocab, T, vocab - 2}, 1, torch::kCPU);
+      Options section = yaml::from_node(YAML::Load(configs.at(name)), "bench");
+      auto model = make_model_checked(registry, section, {vocab, T, vocab - 2}, 1, torch::kCPU);
+      const YAML::Node resolved = yaml::resolved(section);
       model->train();
       int64_t parameters = 0;
       for (const auto& p : model->parameters()) parameters += p.numel();
@@ -115,10 +152,10 @@ int main(int argc, char** argv) {
         ++steps;
       }
       const double rate = steps / seconds_since(start);
-      // Forward + backward of dense layers: about 6 FLOPs per parameter per token.
-      const double gflops = 6.0 * parameters * batch * T * rate / 1e9;
+      const double flops = 3 * forward_flops(resolved["name"].as<std::string>(), resolved,
+                                             double(batch), double(T), double(vocab));
       std::cout << "model " << name << " params " << parameters << " length " << T
-                << " steps_per_s " << rate << " gflops_est " << gflops << "\n"
+                << " steps_per_s " << rate << " gflops " << flops * rate / 1e9 << "\n"
                 << std::flush;
     }
   }

@@ -153,10 +153,10 @@ class Transformer(nn.Module):
 class DenseSSM(nn.Module):
     """h_t = A(x_t) h_{t-1}, A(x)_ij = sum_k W_ijk x_k, optionally A(x) = U diag(V^T x) W^T."""
 
-    def __init__(self, vocab, hidden=256, embed=None, rank=0, normalize=True):
+    def __init__(self, vocab, hidden=256, embed=None, rank=0, normalize=True, precompute=False):
         super().__init__()
         embed = embed or hidden
-        self.rank, self.normalize = rank, normalize
+        self.rank, self.normalize, self.precompute = rank, normalize, precompute
         self.embed = nn.Embedding(vocab, embed)
         if rank == 0:
             self.W = nn.Parameter(torch.zeros(hidden, hidden, embed))
@@ -170,9 +170,13 @@ class DenseSSM(nn.Module):
     def forward(self, tokens):
         x = self.embed(tokens)  # (b, t, e)
         h = self.h0.expand(tokens.shape[0], -1)
+        if self.precompute and self.rank == 0:  # one matrix per token, gathered (benchmarks)
+            per_token = torch.einsum("ijk,vk->vij", self.W, self.embed.weight)  # (v, h, h)
         states = []
         for t in range(tokens.shape[1]):
-            if self.rank == 0:
+            if self.rank == 0 and self.precompute:
+                h = torch.bmm(per_token[tokens[:, t]], h.unsqueeze(-1)).squeeze(-1)
+            elif self.rank == 0:
                 A = torch.einsum("ijk,bk->bij", self.W, x[:, t])  # contracted per step
                 h = torch.einsum("bij,bj->bi", A, h)
             else:

@@ -2,7 +2,6 @@
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/loss.h>
-#include <torch/optim/adam.h>
 #include <torch/utils.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <map>
 #include <numeric>
 
+#include "train/optimizer.hpp"
 #include "util/rng.hpp"
 
 namespace induct {
@@ -102,10 +102,8 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   result.validated_on_training = data.validation.size() == 0;
 
   model.train();
-  torch::optim::Adam optimizer(model.parameters(), torch::optim::AdamOptions(lr)
-                                                       .betas({0.9, 0.999})
-                                                       .eps(1e-8)
-                                                       .weight_decay(0));
+  // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (SPEC section 4), over one flat buffer.
+  FlatAdam optimizer(model.parameters(), lr, 0.9, 0.999, 1e-8);
   const auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget);
   Rng rng(derive_seed(seed, {kDataOrder}));
   const size_t n = data.train.size();

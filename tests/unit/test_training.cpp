@@ -5,6 +5,9 @@
 #include "options_yaml.hpp"
 #include "support.hpp"
 #include "train/components.hpp"
+#include "train/optimizer.hpp"
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
 #include "util/process.hpp"
 
 using namespace induct;
@@ -110,4 +113,32 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progre
   // The detector is part of the trial's identity.
   TrialSpec plain = parity_trial(6, 102, 32, 1e-7, 2000);
   BOOST_TEST(plain.key() != hopeless.key());
+}
+
+BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
+  // The same model and data, one copy trained with LibTorch's Adam, one with FlatAdam.
+  auto build = [] {
+    return make_model_checked(test::plugins(), yaml::load_string("name: gpt2\nlayers: 2\nd_model: 16\nheads: 2\nd_ff: 32\ndropout: 0", "m.yaml"),
+                              {8, 6, 6}, 3, torch::kCPU);
+  };
+  auto reference = build(), flat = build();
+  torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(1e-2));
+  FlatAdam flat_adam(flat->parameters(), 1e-2);
+  torch::manual_seed(9);
+  for (int step = 0; step < 5; ++step) {
+    auto tokens = torch::randint(0, 6, {4, 6}, torch::kLong);
+    auto targets = torch::randint(0, 8, {4 * 6}, torch::kLong);
+    auto loss_of = [&](SequenceModel& m) {
+      return torch::nn::functional::cross_entropy(m.forward(tokens).reshape({-1, 8}), targets);
+    };
+    adam.zero_grad();
+    loss_of(*reference).backward();
+    adam.step();
+    flat_adam.zero_grad();
+    loss_of(*flat).backward();
+    flat_adam.step();
+  }
+  auto a = reference->named_parameters(), b = flat->named_parameters();
+  for (const auto& p : a)
+    BOOST_TEST(torch::allclose(p.value(), b[p.key()], 1e-6, 1e-7), p.key());
 }
