@@ -125,6 +125,7 @@ SearchSettings read_search(const Options& search) {
   s.max_steps = static_cast<int>(at_least(search, "max_steps", s.max_steps, 1));
   s.tolerance = search.get<double>("tolerance", s.tolerance);
   if (!(s.tolerance >= 0 && s.tolerance < 1)) search.fail("tolerance", "must be in [0, 1)");
+  s.cancel_on_success = search.get<bool>("cancel_on_success", s.cancel_on_success);
   return s;
 }
 

@@ -31,6 +31,8 @@ std::string nstar_key(const StudyConfig& config, const PreparedCell& cell) {
   identity["search"]["factor"] = yaml::exact(config.search.factor);
   identity["search"]["max_steps"] = config.search.max_steps;
   identity["search"]["tolerance"] = yaml::exact(config.search.tolerance);
+  // Not part of N*, but of the recorded cost: a search without cancellation is its own record.
+  if (!config.search.cancel_on_success) identity["search"]["cancel_on_success"] = false;
   return content_key(flow(identity));
 }
 
@@ -66,7 +68,7 @@ Search nstar_of(StudyRun& run, const PreparedCell& cell, const std::string& cont
       outcome = search_nstar(cell.plan.n_max, config.search, [&](uint64_t n) {
         const std::string where = context + " | step " + std::to_string(++tested) + " N=" +
                                   std::to_string(n);
-        StepResult step = run_step(run, cell, n, true, {}, where);
+        StepResult step = run_step(run, cell, n, config.search.cancel_on_success, {}, where);
         s.trained += step.trained;
         for (const auto& r : step.results) s.optimisation_steps += r.steps;
         if (!step.success && step.errors > 0) throw Undecided{};

@@ -11,6 +11,9 @@ struct SearchSettings {
   double factor = 1000;     // M: the geometric phase divides N by M while N succeeds
   int max_steps = 20;       // tested sizes in all, N_max included
   double tolerance = 0.02;  // binary phase stops when hi - lo <= max(1, tolerance * hi)
+  // One success decides a step, so the first cancels the others (project decision; false
+  // trains every configuration to its own stop, as the paper's procedure: same N*, more cost).
+  bool cancel_on_success = true;
 };
 
 struct SearchStep {
