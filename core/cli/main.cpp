@@ -127,13 +127,25 @@ std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
   return out.str();
 }
 
+// A study read and checked against its plugins, every cell prepared.
+struct LoadedStudy {
+  induct::StudyConfig config;
+  std::unique_ptr<induct::PluginRegistry> registry = std::make_unique<induct::PluginRegistry>();
+  std::vector<induct::PreparedCell> cells;
+};
+
+LoadedStudy load_and_prepare(const std::vector<std::string>& args, const std::string& command,
+                             const Global& global, po::variables_map& vm) {
+  LoadedStudy study{load(args, command, global, vm)};
+  study.registry->load_all(induct::plugin_search_path(study.config.run.plugin_path));
+  report_problems(*study.registry);
+  study.cells = induct::prepare_study(study.config, *study.registry);
+  return study;
+}
+
 int command_validate(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
-  induct::StudyConfig config = load(args, "validate", global, vm);
-  induct::PluginRegistry registry;
-  registry.load_all(induct::plugin_search_path(config.run.plugin_path));
-  report_problems(registry);
-  auto cells = induct::prepare_study(config, registry);
+  auto [config, registry, cells] = load_and_prepare(args, "validate", global, vm);
   std::cout << config.file << ": " << config.kind << " study '" << config.name << "', "
             << cells.size() << " cell(s)\n";
   int rc = 0;
@@ -154,12 +166,8 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
 
 int command_run(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
-  induct::StudyConfig config = load(args, "run", global, vm);
-  induct::PluginRegistry registry;
-  registry.load_all(induct::plugin_search_path(config.run.plugin_path));
-  report_problems(registry);
   // Every cell is checked before anything trains.
-  auto cells = induct::prepare_study(config, registry);
+  auto [config, registry, cells] = load_and_prepare(args, "run", global, vm);
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
                                            : fs::path("runs") / config.name;
@@ -179,7 +187,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                " worker(s) -> " + out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
-  induct::StudyRun run{config, registry, store, pool, progress, out_dir, std::cout};
+  induct::StudyRun run{config, *registry, store, pool, progress, out_dir, std::cout};
   int rc = induct::run_study(run, cells);
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";

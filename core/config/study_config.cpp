@@ -182,11 +182,7 @@ void collect_axes(const YAML::Node& node, const std::string& prefix, const std::
   }
 }
 
-std::string flow(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
+using yaml::flow;
 
 StudyConfig read(const Options& root, const std::string& file, const Loader& load_with) {
   StudyConfig study;

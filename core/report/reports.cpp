@@ -8,6 +8,7 @@
 #include <ostream>
 #include <set>
 
+#include "options_yaml.hpp"
 #include "report/format.hpp"
 #include "report/table.hpp"
 #include "train/trial.hpp"
@@ -18,11 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string flow(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
+using yaml::flow;
 
 // "modular(m=5)" from a resolved section, leaving out the keys in `skip`.
 std::string component_label(const YAML::Node& section, const std::set<std::string>& keep_only = {},

@@ -13,11 +13,7 @@ namespace induct {
 
 namespace {
 
-std::string flow(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
+using yaml::flow;
 
 // Everything that decides a cell's N*: the cell, the grid of configurations, training and
 // search settings.
@@ -162,18 +158,19 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   for (size_t base = 0; base * per_base < cells.size(); ++base) {
     const PreparedCell* group = &cells[base * per_base];
     // N*_n for n = 2..max L (Fixed), in order.
-    std::vector<Search> fixed;
-    for (int n = 2; n <= max_L; ++n) {
-      const PreparedCell& cell = group[n - 2];
-      Search s = nstar_of(run, cell, context_of(config, done, cells.size(), cell.label));
+    auto search = [&](const PreparedCell& cell) {
+      const std::string context = context_of(config, done, cells.size(), cell.label);
+      Search s = nstar_of(run, cell, context);
       run.progress.clear();
-      run.progress.log(context_of(config, done, cells.size(), cell.label) + ": " +
+      run.progress.log(context + ": " +
                        (!s.complete ? "incomplete" : s.learned ? "N* = " + std::to_string(s.nstar) : "not learned") +
                        eta(run.progress, done + 1, cells.size()));
       ++done;
       incomplete += !s.complete;
-      fixed.push_back(s);
-    }
+      return s;
+    };
+    std::vector<Search> fixed;
+    for (int n = 2; n <= max_L; ++n) fixed.push_back(search(group[n - 2]));
     const Cell& first = group[0].cell;
     const std::string base_label = group[0].label.substr(0, group[0].label.rfind(" fixed"));
     YAML::Node value;
@@ -184,17 +181,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     size_t joint_index = static_cast<size_t>(max_L - 1);
     bool complete = true;
     for (int L : config.sharing_lengths) {
-      Search joint = L == 2 ? fixed[0] : Search{};
-      if (L != 2) {
-        const PreparedCell& cell = group[joint_index++];
-        joint = nstar_of(run, cell, context_of(config, done, cells.size(), cell.label));
-        run.progress.clear();
-        run.progress.log(context_of(config, done, cells.size(), cell.label) + ": " +
-                         (!joint.complete ? "incomplete" : joint.learned ? "N* = " + std::to_string(joint.nstar) : "not learned") +
-                         eta(run.progress, done + 1, cells.size()));
-        ++done;
-        incomplete += !joint.complete;
-      }
+      const Search joint = L == 2 ? fixed[0] : search(group[joint_index++]);
       bool all_learned = joint.learned && joint.complete;
       uint64_t sum = 0;
       for (int n = 2; n <= L; ++n) {

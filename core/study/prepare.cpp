@@ -10,11 +10,7 @@
 namespace induct {
 
 namespace {
-std::string flow(const YAML::Node& node) {
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
+using yaml::flow;
 
 // "modular(m=5)": the name and every other option.
 std::string component_label(const YAML::Node& section) {

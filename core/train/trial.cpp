@@ -68,7 +68,8 @@ YAML::Node to_yaml(const TrainSettings& t) {
   return node;
 }
 
-YAML::Node TrialSpec::to_yaml() const {
+// What decides the result (the key hashes exactly this, in this order).
+YAML::Node TrialSpec::identity() const {
   YAML::Node node;
   node["cell"] = cell.to_yaml();
   node["n"] = n;
@@ -76,13 +77,18 @@ YAML::Node TrialSpec::to_yaml() const {
   node["seed"] = seed;
   node["training"] = induct::to_yaml(training);
   node["max_length"] = max_length;
-  node["device"] = device;
-  for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
-  node["plugin_versions"] = plugin_versions;
+  node["plugins"] = plugin_versions;
   if (!eval_lengths.empty()) {
-    for (int n : eval_lengths) node["eval_lengths"].push_back(n);
+    for (int length : eval_lengths) node["eval_lengths"].push_back(length);
     node["eval_samples"] = eval_samples;
   }
+  return node;
+}
+
+YAML::Node TrialSpec::to_yaml() const {
+  YAML::Node node = identity();
+  node["device"] = device;
+  for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
   return node;
 }
 
@@ -107,7 +113,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   spec.device = node["device"].as<std::string>();
   if (node["plugin_path"])
     for (const auto& p : node["plugin_path"]) spec.plugin_path.push_back(p.as<std::string>());
-  spec.plugin_versions = node["plugin_versions"].as<std::string>();
+  spec.plugin_versions = node["plugins"].as<std::string>();
   if (node["eval_lengths"]) {
     for (const auto& n : node["eval_lengths"]) spec.eval_lengths.push_back(n.as<int>());
     spec.eval_samples = node["eval_samples"].as<uint64_t>();
@@ -115,23 +121,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   return spec;
 }
 
-std::string TrialSpec::key() const {
-  YAML::Node identity;
-  identity["cell"] = cell.to_yaml();
-  identity["n"] = n;
-  identity["lr"] = exact(lr);
-  identity["seed"] = seed;
-  identity["training"] = induct::to_yaml(training);
-  identity["max_length"] = max_length;
-  identity["plugins"] = plugin_versions;
-  if (!eval_lengths.empty()) {
-    for (int n : eval_lengths) identity["eval_lengths"].push_back(n);
-    identity["eval_samples"] = eval_samples;
-  }
-  YAML::Emitter out;
-  out << YAML::Flow << identity;
-  return content_key(out.c_str());
-}
+std::string TrialSpec::key() const { return content_key(yaml::flow(identity())); }
 
 const char* to_string(TrialStatus status) {
   switch (status) {

@@ -47,6 +47,7 @@ struct TrialSpec {
   static TrialSpec from_yaml(const YAML::Node& node);
   // The store key: a hash of everything that decides the result (not device or paths).
   std::string key() const;
+  YAML::Node identity() const;
 };
 
 struct LengthMetrics {

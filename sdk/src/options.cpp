@@ -429,6 +429,12 @@ std::string exact(double value) {
   return buffer;
 }
 
+std::string flow(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
 std::string location(const std::string& file, const YAML::Node& node) {
   return format_mark(file, node.Mark());
 }

@@ -34,6 +34,9 @@ Options load_string(const std::string& text, const std::string& name,
 // "0.10000000000000001"), with YAML's spellings of the non-finite values (.nan, .inf, -.inf).
 std::string exact(double value);
 
+// A node on one line, in YAML's flow style ("{name: lstm, hidden: 64}"): labels and keys.
+std::string flow(const YAML::Node& node);
+
 // "file:line:column" of a node (the file alone for a node made in memory).
 std::string location(const std::string& file, const YAML::Node& node);
 
