@@ -4,7 +4,7 @@
 //                [--small] [--threads 1] [--peak-only]
 //
 // A step is what induct's trainer does: forward on random tokens [batch, T] of Z_5's
-// vocabulary (12), cross-entropy on every position, backward, Adam. Prints one line per
+// vocabulary (12), cross-entropy on every position, backward, Adam (induct's FlatAdam). Prints one line per
 // (model, length): steps/s, the step's FLOPs counted from the model's matrix products
 // (forward x 3 for forward + backward), and achieved GFLOP/s. bench/run_bench.sh alternates
 // this with the PyTorch reference and prints the table of docs/performance.md.
@@ -14,11 +14,11 @@
 #include <sstream>
 
 #include <torch/nn/functional/loss.h>
-#include <torch/optim/adam.h>
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "train/components.hpp"
+#include "train/optimizer.hpp"
 #include "util/process.hpp"
 
 namespace po = boost::program_options;
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
       model->train();
       int64_t parameters = 0;
       for (const auto& p : model->parameters()) parameters += p.numel();
-      torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-4));
+      FlatAdam optimizer(model->parameters(), 1e-4);  // what induct's trainer uses
       auto tokens = torch::randint(0, vocab - 2, {batch, T}, torch::kLong);
       auto targets = torch::randint(0, vocab, {batch * T}, torch::kLong);
       auto step = [&] {

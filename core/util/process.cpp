@@ -7,6 +7,7 @@ namespace induct {
 
 void configure_process(int threads) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   if (threads > 0) at::set_num_threads(threads);
 }
 
