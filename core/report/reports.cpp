@@ -33,26 +33,33 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
   return options.empty() ? label : label + "(" + options + ")";
 }
 
-// Model labels name only the options that differ between cells of the same model, so a table
-// shows "lstm" or "lstm(hidden=768)" rather than every default.
+// Model labels name only the options that tell apart models of the same name within one
+// column (same task, format, distribution and L), so a table shows "lstm" or
+// "lstm(hidden=768)" rather than every default, and options that follow L (GPT-2's
+// positions) do not split a row.
 class ModelLabels {
  public:
-  void add(const YAML::Node& model) {
+  void add(const YAML::Node& model, const std::string& column) {
     const std::string name = model["name"].as<std::string>();
-    for (const auto& entry : model) values_[name][entry.first.as<std::string>()].insert(flow(entry.second));
+    for (const auto& entry : model) {
+      auto& seen = values_[name][entry.first.as<std::string>()][column];
+      seen.insert(flow(entry.second));
+    }
   }
   std::string operator()(const YAML::Node& model) const {
     const std::string name = model["name"].as<std::string>();
     std::set<std::string> varying;
     auto found = values_.find(name);
     if (found != values_.end())
-      for (const auto& [key, seen] : found->second)
-        if (seen.size() > 1) varying.insert(key);
+      for (const auto& [key, by_column] : found->second)
+        for (const auto& [column, seen] : by_column)
+          if (seen.size() > 1) varying.insert(key);
     return component_label(model, varying, false);
   }
 
  private:
-  std::map<std::string, std::map<std::string, std::set<std::string>>> values_;
+  // model name -> option -> column -> values seen
+  std::map<std::string, std::map<std::string, std::map<std::string, std::set<std::string>>>> values_;
 };
 
 const std::vector<std::string> kFormatOrder = {"outcome", "cot", "acot"};
@@ -193,8 +200,11 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
 
   ModelLabels model_labels;
   for (const auto& [key, o] : latest) {
-    const YAML::Node model = o->value["cell"] ? o->value["cell"]["model"] : o->value["model"];
-    model_labels.add(model);
+    const YAML::Node cell = o->value["cell"] ? o->value["cell"] : o->value;
+    YAML::Node column(YAML::NodeType::Map);
+    for (const char* k : {"task", "format", "distribution", "L"})
+      if (cell[k]) column[k] = cell[k];
+    model_labels.add(cell["model"], o->kind + flow(column));
   }
   Ranks ranks;
   auto row_of = [&](const YAML::Node& task, const YAML::Node& model, const std::string& format) {
@@ -282,12 +292,13 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
     const int report_length = o->value["report_length"].as<int>();
-    Figure& f = lengthgen_figures[{row.model, row.format}];
-    f.stem = "lengthgen_" + safe(row.model) + "_" + row.format;
-    f.title = "Length generalization: " + row.model + ", " + row.format;
+    Figure& f = lengthgen_figures[{"", row.format}];
+    f.stem = "lengthgen_" + row.format;
+    f.title = "Length generalization, " + row.format;
     f.xlabel = "length (multiples of the trained maximum L)";
     f.ylabel = "normalized final-state accuracy";
-    Figure::Series s{row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
+    f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
+    Figure::Series s{row.model + " " + row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
     for (const auto& point : o->value["curve"]) {
       const int length = point[0].as<int>();
       const double normalized = point[3].as<double>();
