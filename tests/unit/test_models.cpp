@@ -181,3 +181,29 @@ BOOST_AUTO_TEST_CASE(gpt2_with_dropout_trains_deterministically) {
   BOOST_TEST(a.history[1].val_loss == b.history[1].val_loss);
 }
 
+
+// Every model trains on Z_5 and on S_3 in each format (a few steps of a tiny configuration:
+// the data, formats, vocabularies and models fit together; learning is tested above).
+BOOST_DATA_TEST_CASE(every_model_trains_on_every_task_and_format,
+                     bdata::make(kModels) * bdata::make(std::vector<std::string>{
+                                                "{name: modular, m: 5}", "{name: permutation, m: 3}"}) *
+                         bdata::make(std::vector<std::string>{"outcome", "cot", "acot"}),
+                     name, task, format) {
+  TrialSpec t;
+  t.cell.task = YAML::Load(task);
+  t.cell.model = YAML::Load(kSmall.at(name));
+  t.cell.format = format;
+  t.cell.distribution = "uniform";
+  t.cell.L = 4;
+  t.cell.n_cap = 16'000'000;
+  t.n = 32;
+  t.lr = 1e-3;
+  t.seed = 1;
+  t.training.max_steps = 3;
+  t.training.eval_every = 3;
+  t.max_length = format == "cot" ? 8 : 4;
+  TrialResult r = run_trial(t, test::plugins());
+  BOOST_TEST(r.steps == 3);
+  BOOST_TEST(std::isfinite(r.last.loss));
+  BOOST_TEST(r.last.count > 0);
+}
