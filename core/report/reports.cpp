@@ -238,6 +238,25 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
   if (!nstar.cells.empty())
     write_table(dir, "nstar_table", "N*: minimal training-set size (Table 1 layout)",
                 kNotLearned + " = not learned at N_max", nstar.table(), index);
+
+  // Search cost: every N* search in the store, in the order they ran (the same cell searched
+  // with and without cancellation or the failure detector appears once per variant).
+  Table cost;
+  cost.header = {"cell", "first success cancels", "stall window", "N*", "search steps",
+                 "optimisation steps"};
+  for (const auto& o : outcomes) {
+    if (o.kind != "nstar") continue;
+    const YAML::Node& v = o.value;
+    cost.rows.push_back({o.label, v["cancel_on_success"] ? v["cancel_on_success"].as<std::string>() : "true",
+                         v["stall_window"] ? v["stall_window"].as<std::string>() : "0",
+                         v["learned"].as<bool>() ? format_count(v["nstar"].as<uint64_t>()) : kNotLearned,
+                         std::to_string(v["steps"].size()), v["optimisation_steps"].as<std::string>()});
+  }
+  if (!cost.rows.empty())
+    write_table(dir, "search_cost", "Search cost: optimisation steps per N* search",
+                "Every search in the store, in the order it ran. \"first success cancels\" false "
+                "is the paper's procedure (every configuration to its own stop).",
+                cost, index);
   for (auto& [which, lines] : nstar_lines) {
     Figure f{"nstar_" + safe(which.first) + "_" + which.second,
              "N* against L: " + which.first + ", " + which.second, "L (maximum length)", "N*", "", true,

@@ -86,6 +86,9 @@ Search nstar_of(StudyRun& run, const PreparedCell& cell, const std::string& cont
   value["n_max"] = s.n_max;
   value["largest_failure"] = outcome.largest_failure;
   value["optimisation_steps"] = s.optimisation_steps;
+  // The settings that change the cost but not N*, for the search-cost table.
+  value["cancel_on_success"] = config.search.cancel_on_success;
+  value["stall_window"] = config.training.stall_window;
   value["steps"] = YAML::Node(YAML::NodeType::Sequence);
   for (const auto& step : outcome.steps) {
     YAML::Node row(YAML::NodeType::Sequence);
