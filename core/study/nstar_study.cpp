@@ -101,15 +101,16 @@ Search nstar_of(StudyRun& run, const PreparedCell& cell, const std::string& cont
   return s;
 }
 
-std::string context_of(const StudyConfig& config, size_t i, size_t count, const std::string& label) {
-  return "[" + config.name + "] cell " + std::to_string(i + 1) + "/" + std::to_string(count) + " " +
-         label;
-}
-
+// A rough estimate: the average time of the cells done so far, times the cells left.
 std::string eta(const Progress& progress, size_t done, size_t total) {
   if (done == 0 || done >= total) return "";
   const double left = progress.elapsed() / done * (total - done);
   return ", about " + format_duration(left) + " left";
+}
+
+std::string context_of(const StudyConfig& config, size_t i, size_t count, const std::string& label) {
+  return "[" + config.name + "] cell " + std::to_string(i + 1) + "/" + std::to_string(count) + " " +
+         label;
 }
 
 }  // namespace
@@ -126,7 +127,8 @@ int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
     const std::string context = context_of(config, c, cells.size(), cell.label);
-    Search s = nstar_of(run, cell, context);
+    // The live line also carries the estimate from the cells done so far.
+    Search s = nstar_of(run, cell, context + eta(run.progress, c, cells.size()));
     run.progress.clear();
     std::string result = !s.complete ? "incomplete (a trial failed with an error; rerun to retry)"
                          : s.learned ? "N* = " + std::to_string(s.nstar)
@@ -163,7 +165,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     // N*_n for n = 2..max L (Fixed), in order.
     auto search = [&](const PreparedCell& cell) {
       const std::string context = context_of(config, done, cells.size(), cell.label);
-      Search s = nstar_of(run, cell, context);
+      Search s = nstar_of(run, cell, context + eta(run.progress, done, cells.size()));
       run.progress.clear();
       run.progress.log(context + ": " +
                        (!s.complete ? "incomplete" : s.learned ? "N* = " + std::to_string(s.nstar) : "not learned") +
