@@ -1,3 +1,5 @@
+#include <torch/cuda.h>
+
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -70,6 +72,12 @@ std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L
 }
 
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
+  if (study.run.device != "cpu" && !torch::cuda::is_available()) {
+    const Options run = study.root.section("run");
+    run.fail("device", "'" + study.run.device +
+                           "' asked for, but this LibTorch has no CUDA support or sees no GPU "
+                           "(build induct against a CUDA LibTorch with -DTorch_DIR=...)");
+  }
   std::vector<PreparedCell> cells;
   for (const CellSpec& spec : study.cells) {
     if (study.kind == "sharing") {

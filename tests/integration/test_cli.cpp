@@ -165,3 +165,12 @@ BOOST_AUTO_TEST_CASE(a_model_with_the_wrong_output_shape_stops_before_training) 
              r.output);
   BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
 }
+
+BOOST_AUTO_TEST_CASE(a_device_this_libtorch_cannot_use_is_refused_up_front) {
+  CommandResult r = run_command(kInduct + " validate " + kTiny + " --set run.device=cuda");
+  if (r.exit_code == 0) return;  // a CUDA build on a GPU machine accepts it
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("run.device: 'cuda' asked for, but this LibTorch has no CUDA support") !=
+                 std::string::npos,
+             r.output);
+}
