@@ -5,6 +5,7 @@
 #include "options_yaml.hpp"
 #include "support.hpp"
 #include "train/components.hpp"
+#include "train/generalization.hpp"
 #include "train/optimizer.hpp"
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
@@ -141,4 +142,54 @@ BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
   auto a = reference->named_parameters(), b = flat->named_parameters();
   for (const auto& p : a)
     BOOST_TEST(torch::allclose(p.value(), b[p.key()], 1e-6, 1e-7), p.key());
+}
+
+namespace {
+// An oracle for Z_m in CoT layout: after SEP it predicts the true next state from the actions.
+class CotOracle final : public SequenceModel {
+ public:
+  CotOracle(int64_t m, bool wrong) : m_(m), wrong_(wrong) {}
+  torch::Tensor forward(const torch::Tensor& tokens) override {
+    const int64_t B = tokens.size(0), T = tokens.size(1), V = 2 * m_ + 2, sep = 2 * m_ + 1;
+    auto logits = torch::zeros({B, T, V});
+    auto t = tokens.accessor<int64_t, 2>();
+    auto out = logits.accessor<float, 3>();
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t n = -1;
+      for (int64_t i = 0; i < T; ++i)
+        if (t[b][i] == sep) n = i;
+      if (n < 0) continue;
+      int64_t state = 0;
+      for (int64_t i = n; i < T; ++i) {  // position i predicts s_{i-n+1}
+        const int64_t k = i - n + 1;
+        if (k <= n) state = (state + t[b][k - 1]) % m_;
+        out[b][i][m_ + (wrong_ ? 0 : state)] = 10;
+      }
+    }
+    return logits;
+  }
+
+ private:
+  int64_t m_;
+  bool wrong_;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(cot_generalization_decodes_greedily) {
+  auto task = test::plugins().make_task("modular", TaskContext{yaml::load_string("m: 3", "t.yaml")});
+  CellData cell = make_cell_data(task, "modular", "cot", "uniform", 4, {}, 16'000'000);
+  CotOracle oracle(3, false), wrong(3, true);
+  auto right = evaluate_generalization(oracle, cell, {6, 9}, 200, 7, 64, torch::kCPU);
+  BOOST_REQUIRE(right.size() == 2u);
+  for (const auto& m : right) {
+    BOOST_TEST(m.final_accuracy == 1.0);
+    BOOST_TEST(m.token_accuracy == 1.0);
+    BOOST_TEST(m.count == 200);
+  }
+  BOOST_TEST(right[1].length == 9);
+  // Always answering state 0: right only where the final state is 0 (about 1/3).
+  auto bad = evaluate_generalization(wrong, cell, {9}, 300, 7, 64, torch::kCPU);
+  BOOST_TEST(bad[0].final_accuracy > 0.2);
+  BOOST_TEST(bad[0].final_accuracy < 0.47);
+  BOOST_TEST(std::abs(normalized_accuracy(bad[0].final_accuracy, 3)) < 0.2);
 }
