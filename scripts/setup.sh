@@ -12,6 +12,7 @@ packages=(
   libyaml-cpp-dev
   libsqlite3-dev sqlite3
   python3-torch         # Debian's PyTorch 1.13: the reference models of bench/reference (tests, benchmarks)
+  gnuplot-nox           # figures of `induct report`
 )
 
 missing=()
