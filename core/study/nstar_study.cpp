@@ -108,6 +108,13 @@ std::string eta(const Progress& progress, size_t done, size_t total) {
   return ", about " + format_duration(left) + " left";
 }
 
+std::string describe(const Search& s) {
+  if (!s.complete) return "incomplete (a trial stopped with an error; rerun to retry)";
+  std::string text = s.learned ? "N* = " + std::to_string(s.nstar)
+                               : "not learned at N_max = " + std::to_string(s.n_max);
+  return s.stored ? text + " (stored)" : text;
+}
+
 std::string context_of(const StudyConfig& config, size_t i, size_t count, const std::string& label) {
   return "[" + config.name + "] cell " + std::to_string(i + 1) + "/" + std::to_string(count) + " " +
          label;
@@ -130,11 +137,7 @@ int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     // The live line also carries the estimate from the cells done so far.
     Search s = nstar_of(run, cell, context + eta(run.progress, c, cells.size()));
     run.progress.clear();
-    std::string result = !s.complete ? "incomplete (a trial failed with an error; rerun to retry)"
-                         : s.learned ? "N* = " + std::to_string(s.nstar)
-                                     : "not learned at N_max = " + std::to_string(s.n_max);
-    run.progress.log(context + ": " + result + (s.stored ? " (stored)" : "") +
-                     eta(run.progress, c + 1, cells.size()));
+    run.progress.log(context + ": " + describe(s) + eta(run.progress, c + 1, cells.size()));
     incomplete += !s.complete;
     table.rows.push_back({cell.label, format_count(s.n_max),
                           !s.complete ? "?" : s.learned ? format_count(s.nstar) : kNotLearned,
@@ -167,9 +170,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       const std::string context = context_of(config, done, cells.size(), cell.label);
       Search s = nstar_of(run, cell, context + eta(run.progress, done, cells.size()));
       run.progress.clear();
-      run.progress.log(context + ": " +
-                       (!s.complete ? "incomplete" : s.learned ? "N* = " + std::to_string(s.nstar) : "not learned") +
-                       eta(run.progress, done + 1, cells.size()));
+      run.progress.log(context + ": " + describe(s) + eta(run.progress, done + 1, cells.size()));
       ++done;
       incomplete += !s.complete;
       return s;
