@@ -136,7 +136,8 @@ struct LoadedStudy {
 
 LoadedStudy load_and_prepare(const std::vector<std::string>& args, const std::string& command,
                              const Global& global, po::variables_map& vm) {
-  LoadedStudy study{load(args, command, global, vm)};
+  LoadedStudy study;
+  study.config = load(args, command, global, vm);
   study.registry->load_all(induct::plugin_search_path(study.config.run.plugin_path));
   report_problems(*study.registry);
   study.cells = induct::prepare_study(study.config, *study.registry);
@@ -152,9 +153,13 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
     std::cout << "  " << i + 1 << ". " << induct::describe_cell(cell) << "\n";
-    if ((config.kind == "train" || config.kind == "lengthgen") && cell.n > cell.plan.n_max) {
-      std::cout << "     error: N = " << cell.n << " exceeds N_max = " << cell.plan.n_max << "\n";
-      rc = 2;
+    if (config.kind == "train" || config.kind == "lengthgen") {
+      try {
+        induct::training_size(config, cell);
+      } catch (const induct::ConfigError& e) {
+        std::cout << "     error: " << e.what() << "\n";
+        rc = 2;
+      }
     }
   }
   std::cout << "work: " << work_estimate(config, cells.size()) << "\n";

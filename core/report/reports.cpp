@@ -21,18 +21,6 @@ namespace {
 
 using yaml::flow;
 
-// "modular(m=5)" from a resolved section, leaving out the keys in `skip`.
-std::string component_label(const YAML::Node& section, const std::set<std::string>& keep_only = {},
-                            bool all = true) {
-  std::string label = section["name"].as<std::string>(), options;
-  for (const auto& entry : section) {
-    const std::string key = entry.first.as<std::string>();
-    if (key == "name" || (!all && !keep_only.count(key))) continue;
-    options += (options.empty() ? "" : ",") + key + "=" + flow(entry.second);
-  }
-  return options.empty() ? label : label + "(" + options + ")";
-}
-
 // Model labels name only the options that tell apart models of the same name within one
 // column (same task, format, distribution and L), so a table shows "lstm" or
 // "lstm(hidden=768)" rather than every default, and options that follow L (GPT-2's
@@ -54,7 +42,7 @@ class ModelLabels {
       for (const auto& [key, by_column] : found->second)
         for (const auto& [column, seen] : by_column)
           if (seen.size() > 1) varying.insert(key);
-    return component_label(model, varying, false);
+    return component_label(model, &varying);
   }
 
  private:

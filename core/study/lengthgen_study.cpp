@@ -17,17 +17,12 @@ int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   const StudyConfig& config = run.config;
   Table table;
   table.header = {"cell", "N", "chosen", "status"};
-  std::vector<int> multiples_shown;
   size_t errors = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
-    const uint64_t n = cell.n == 0 ? cell.plan.n_max : cell.n;
-    if (n > cell.plan.n_max || n == 0)
-      throw ConfigError(config.file + ": cell " + cell.label + ": N = " + std::to_string(n) +
-                        " but N_max = " + std::to_string(cell.plan.n_max));
+    const uint64_t n = training_size(config, cell);
     const auto lengths = generalization_lengths(config.lengthgen, cell.cell.L);
-    const std::string context = "[" + config.name + "] cell " + std::to_string(c + 1) + "/" +
-                                std::to_string(cells.size()) + " " + cell.label;
+    const std::string context = cell_context(config, c, cells.size(), cell.label);
     StepResult step = run_step(run, cell, n, true, lengths, context + " N=" + std::to_string(n));
     run.progress.clear();
     errors += step.errors;

@@ -115,10 +115,6 @@ std::string describe(const Search& s) {
   return s.stored ? text + " (stored)" : text;
 }
 
-std::string context_of(const StudyConfig& config, size_t i, size_t count, const std::string& label) {
-  return "[" + config.name + "] cell " + std::to_string(i + 1) + "/" + std::to_string(count) + " " +
-         label;
-}
 
 }  // namespace
 
@@ -133,7 +129,7 @@ int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   size_t incomplete = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
-    const std::string context = context_of(config, c, cells.size(), cell.label);
+    const std::string context = cell_context(config, c, cells.size(), cell.label);
     // The live line also carries the estimate from the cells done so far.
     Search s = nstar_of(run, cell, context + eta(run.progress, c, cells.size()));
     run.progress.clear();
@@ -167,7 +163,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     const PreparedCell* group = &cells[base * per_base];
     // N*_n for n = 2..max L (Fixed), in order.
     auto search = [&](const PreparedCell& cell) {
-      const std::string context = context_of(config, done, cells.size(), cell.label);
+      const std::string context = cell_context(config, done, cells.size(), cell.label);
       Search s = nstar_of(run, cell, context + eta(run.progress, done, cells.size()));
       run.progress.clear();
       run.progress.log(context + ": " + describe(s) + eta(run.progress, done + 1, cells.size()));

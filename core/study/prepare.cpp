@@ -14,17 +14,6 @@ namespace induct {
 
 namespace {
 using yaml::flow;
-
-// "modular(m=5)": the name and every other option.
-std::string component_label(const YAML::Node& section) {
-  std::string label = section["name"].as<std::string>(), options;
-  for (const auto& entry : section) {
-    const std::string key = entry.first.as<std::string>();
-    if (key == "name") continue;
-    options += (options.empty() ? "" : ",") + key + "=" + flow(entry.second);
-  }
-  return options.empty() ? label : label + "(" + options + ")";
-}
 }  // namespace
 
 std::string PreparedCell::key() const {
@@ -109,6 +98,21 @@ std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRe
     }
   }
   return cells;
+}
+
+uint64_t training_size(const StudyConfig& study, const PreparedCell& cell) {
+  const uint64_t n = cell.n == 0 ? cell.plan.n_max : cell.n;
+  if (n > cell.plan.n_max || n == 0)
+    throw ConfigError(study.file + ": cell " + cell.label + ": N = " + std::to_string(n) +
+                      " but N_max = " + std::to_string(cell.plan.n_max) +
+                      " (available sequences minus the validation set)");
+  return n;
+}
+
+std::string cell_context(const StudyConfig& study, size_t index, size_t count,
+                         const std::string& label) {
+  return "[" + study.name + "] cell " + std::to_string(index + 1) + "/" + std::to_string(count) +
+         " " + label;
 }
 
 TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,

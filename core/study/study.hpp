@@ -41,6 +41,14 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry,
 // included), in order: checks the whole study before anything runs.
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry);
 
+// The training-set size of a train or lengthgen cell (N, or N_max for "max"); a ConfigError
+// naming the cell when it exceeds N_max or the cell has nothing to train on.
+uint64_t training_size(const StudyConfig& study, const PreparedCell& cell);
+
+// "[study] cell 3/12 <label>": how progress lines name a cell.
+std::string cell_context(const StudyConfig& study, size_t index, size_t count,
+                         const std::string& label);
+
 TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
                      uint64_t seed);
 

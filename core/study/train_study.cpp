@@ -16,14 +16,9 @@ int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   size_t errors = 0, successes = 0, total = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
-    const uint64_t n = cell.n == 0 ? cell.plan.n_max : cell.n;
-    if (n > cell.plan.n_max || n == 0)
-      throw ConfigError(config.file + ": cell " + cell.label + ": N = " + std::to_string(n) +
-                        " but N_max = " + std::to_string(cell.plan.n_max) +
-                        " (available sequences minus the validation set)");
-    const std::string context = "[" + config.name + "] cell " + std::to_string(c + 1) + "/" +
-                                std::to_string(cells.size()) + " " + cell.label + " N=" +
-                                std::to_string(n);
+    const uint64_t n = training_size(config, cell);
+    const std::string context =
+        cell_context(config, c, cells.size(), cell.label) + " N=" + std::to_string(n);
     StepResult step = run_step(run, cell, n, false, {}, context);
     run.progress.clear();
     run.progress.log(context + ": " + std::to_string(step.trials.size() - step.trained) +

@@ -52,6 +52,16 @@ Cell Cell::from_yaml(const YAML::Node& node) {
   return cell;
 }
 
+std::string component_label(const YAML::Node& section, const std::set<std::string>* only) {
+  std::string label = section["name"].as<std::string>(), options;
+  for (const auto& entry : section) {
+    const std::string key = entry.first.as<std::string>();
+    if (key == "name" || (only && !only->count(key))) continue;
+    options += (options.empty() ? "" : ",") + key + "=" + yaml::flow(entry.second);
+  }
+  return options.empty() ? label : label + "(" + options + ")";
+}
+
 YAML::Node to_yaml(const TrainSettings& t) {
   YAML::Node node;
   node["batch_size"] = t.batch_size;

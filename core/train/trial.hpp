@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,10 @@ struct TrialResult {
   YAML::Node to_yaml() const;
   static TrialResult from_yaml(const YAML::Node& node);
 };
+
+// "modular(m=5)": a resolved task or model section as its name and options; with `only`,
+// just the options named there ("lstm(hidden=768)").
+std::string component_label(const YAML::Node& section, const std::set<std::string>* only = nullptr);
 
 // The training settings as YAML (canonical: part of trial and outcome keys).
 YAML::Node to_yaml(const TrainSettings& settings);
