@@ -96,12 +96,18 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   if (!(s.epsilon > 0)) training.fail("epsilon", "must be positive");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
+  for (const char* key : {"stall_improvement", "stall_projection"})
+    if (s.stall_window == 0 && training.has(key))
+      training.fail(key, "needs training.stall_window (the failure detector is off without it)");
   if (s.stall_window > 0) {
     s.stall_improvement = training.get<double>("stall_improvement", s.stall_improvement);
     if (!(s.stall_improvement > 0 && s.stall_improvement < 1))
       training.fail("stall_improvement", "must be in (0, 1)");
     if (s.stall_window % s.eval_every != 0)
       training.fail("stall_window", "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
+    s.stall_projection = training.get<double>("stall_projection", s.stall_projection);
+    if (!(s.stall_projection >= 0 && std::isfinite(s.stall_projection)))
+      training.fail("stall_projection", "must be 0 (off) or positive");
   }
   return s;
 }

@@ -22,9 +22,12 @@ struct TrainSettings {
   bool curriculum = true;  // Short-to-Long batches in ascending length (SPEC project decision)
   // Failure detector (project extension, off by default and in paper-faithful configs): stop a
   // configuration as failed when its best validation loss has not fallen by at least
-  // stall_improvement (relative) over the last stall_window steps. 0: off.
+  // stall_improvement (relative) over the last stall_window steps. 0: off. With
+  // stall_projection = k > 0, also when the best loss, falling at k times its rate over that
+  // window (in log loss), would still be above epsilon at max_steps.
   int64_t stall_window = 0;
   double stall_improvement = 0.01;
+  double stall_projection = 0;
 };
 
 // Where and how the trainings run. Not part of a trial's identity.

@@ -230,13 +230,16 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).
   Table cost;
-  cost.header = {"cell", "first success cancels", "stall window", "N*", "search steps",
+  cost.header = {"cell", "first success cancels", "failure detector", "N*", "search steps",
                  "optimisation steps"};
   for (const auto& o : outcomes) {
     if (o.kind != "nstar") continue;
     const YAML::Node& v = o.value;
     cost.rows.push_back({o.label, v["cancel_on_success"] ? v["cancel_on_success"].as<std::string>() : "true",
-                         v["stall_window"] ? v["stall_window"].as<std::string>() : "0",
+                         v["failure_detector"] ? v["failure_detector"].as<std::string>()
+                         : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
+                             ? "window " + v["stall_window"].as<std::string>()
+                             : "off",
                          v["learned"].as<bool>() ? format_count(v["nstar"].as<uint64_t>()) : kNotLearned,
                          std::to_string(v["steps"].size()), v["optimisation_steps"].as<std::string>()});
   }

@@ -82,7 +82,7 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
     show();
     return first_success && result.succeeded();
   };
-  run.runner.run(pending, callbacks);
+  run.runner.run_list(pending, callbacks);
   return step;
 }
 

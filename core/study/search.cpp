@@ -6,47 +6,73 @@
 
 namespace induct {
 
-SearchOutcome search_nstar(uint64_t n_max, const SearchSettings& settings,
-                           const std::function<bool(uint64_t n)>& succeeds) {
+NstarSearch::NstarSearch(uint64_t n_max, const SearchSettings& settings) : settings_(settings) {
   if (n_max < 1) throw std::invalid_argument("N* search: N_max must be at least 1");
   if (!(settings.factor > 1)) throw std::invalid_argument("N* search: factor must exceed 1");
   if (settings.max_steps < 1) throw std::invalid_argument("N* search: max_steps must be >= 1");
-  SearchOutcome out;
-  auto test = [&](uint64_t n) {
-    bool ok = succeeds(n);
-    out.steps.push_back({n, ok});
-    return ok;
-  };
-  auto budget_left = [&] { return static_cast<int>(out.steps.size()) < settings.max_steps; };
+  hi_ = next_ = n_max;
+}
 
-  if (!test(n_max)) return out;  // "not learned"
-  out.learned = true;
-  uint64_t hi = n_max, lo = 0;  // hi: smallest success; lo: largest failure (0: none yet)
-  // Geometric phase.
-  while (budget_left() && hi > 1) {
-    const auto n = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(hi / settings.factor)));
-    if (test(n)) {
-      hi = n;
-    } else {
-      lo = n;
+std::optional<uint64_t> NstarSearch::next() const {
+  if (phase_ == Phase::kDone) return std::nullopt;
+  return next_;
+}
+
+void NstarSearch::report(bool success) {
+  if (phase_ == Phase::kDone) throw std::logic_error("N* search: report after the end");
+  out_.steps.push_back({next_, success});
+  switch (phase_) {
+    case Phase::kMax:
+      if (!success) {  // "not learned"
+        phase_ = Phase::kDone;
+        return;
+      }
+      out_.learned = true;
+      phase_ = Phase::kGeometric;
       break;
+    case Phase::kGeometric:
+      if (success) {
+        hi_ = next_;
+      } else {
+        lo_ = next_;
+        phase_ = Phase::kBinary;
+      }
+      break;
+    case Phase::kBinary:
+      (success ? hi_ : lo_) = next_;
+      break;
+    case Phase::kDone:
+      break;
+  }
+  advance();
+}
+
+// Chooses the next size, or ends the search.
+void NstarSearch::advance() {
+  const bool budget_left = static_cast<int>(out_.steps.size()) < settings_.max_steps;
+  if (phase_ == Phase::kGeometric) {
+    if (budget_left && hi_ > 1) {
+      next_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::floor(hi_ / settings_.factor)));
+      return;
+    }
+  } else if (phase_ == Phase::kBinary) {
+    const double gap = static_cast<double>(hi_ - lo_);
+    const bool close_enough = gap <= std::max(1.0, settings_.tolerance * static_cast<double>(hi_));
+    if (budget_left && !close_enough) {
+      next_ = lo_ + (hi_ - lo_) / 2;
+      return;
     }
   }
-  // Binary phase between the largest failure and the smallest success.
-  auto close_enough = [&] {
-    const double gap = static_cast<double>(hi - lo);
-    return gap <= std::max(1.0, settings.tolerance * static_cast<double>(hi));
-  };
-  while (lo > 0 && budget_left() && !close_enough()) {
-    const uint64_t mid = lo + (hi - lo) / 2;
-    if (test(mid))
-      hi = mid;
-    else
-      lo = mid;
-  }
-  out.nstar = hi;
-  out.largest_failure = lo;
-  return out;
+  phase_ = Phase::kDone;
+  out_.nstar = hi_;
+  out_.largest_failure = lo_;
+}
+
+SearchOutcome search_nstar(uint64_t n_max, const SearchSettings& settings,
+                           const std::function<bool(uint64_t n)>& succeeds) {
+  NstarSearch search(n_max, settings);
+  while (auto n = search.next()) search.report(succeeds(*n));
+  return search.outcome();
 }
 
 }  // namespace induct

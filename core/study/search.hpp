@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace induct {
@@ -26,6 +27,25 @@ struct SearchOutcome {
   uint64_t nstar = 0;    // the smallest success found (0 when not learned)
   uint64_t largest_failure = 0;
   std::vector<SearchStep> steps;
+};
+
+// The search as a state machine, so that many cells' searches can share the workers: ask
+// next() for the size to test, report() whether it succeeded, until next() is empty.
+class NstarSearch {
+ public:
+  NstarSearch(uint64_t n_max, const SearchSettings& settings);
+  std::optional<uint64_t> next() const;  // nullopt: the search is over
+  void report(bool success);             // the outcome of the size next() gave
+  const SearchOutcome& outcome() const { return out_; }
+
+ private:
+  enum class Phase { kMax, kGeometric, kBinary, kDone };
+  void advance();
+  SearchSettings settings_;
+  SearchOutcome out_;
+  Phase phase_ = Phase::kMax;
+  uint64_t hi_ = 0, lo_ = 0;  // hi: smallest success; lo: largest failure (0: none yet)
+  uint64_t next_ = 0;
 };
 
 // Tries N_max; if it fails the cell is not learned. Otherwise divides by `factor` while

@@ -78,6 +78,27 @@ struct StepResult {
 StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool first_success,
                     const std::vector<int>& eval_lengths, const std::string& context);
 
+// One cell's N* search, as run_searches leaves it.
+struct SearchRecord {
+  bool complete = true;  // false: a trial error left a step undecided; rerun to retry
+  bool learned = false;
+  uint64_t nstar = 0, n_max = 0;
+  size_t steps = 0;                // sizes tested
+  size_t trained = 0;              // trials run now (not reused)
+  int64_t optimisation_steps = 0;  // of every trial the steps used, reused ones included
+  bool stored = false;             // the whole search came from the store
+};
+// "N* = 12", "not learned at N_max = 500", "... (stored)", "incomplete (...)".
+std::string describe(const SearchRecord& record);
+
+// Everything that decides a cell's N*: the cell, the grid, training and search settings.
+std::string nstar_key(const StudyConfig& config, const PreparedCell& cell);
+
+// The N* searches of every cell (SPEC.md section 5), side by side on the runner's workers,
+// reusing stored trials and stored searches; each finished search is stored and logged.
+// Returns the records in cell order.
+std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells);
+
 // The study drivers. Each returns the exit code (0, or 1 when some trial stopped with an
 // error: rerunning retries it) and writes its tables to the output folder.
 int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells);

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -111,63 +111,85 @@ std::string WorkerPool::exit_description(pid_t pid) {
   return "the worker process ended";
 }
 
-void WorkerPool::run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
-  std::deque<size_t> queue;
-  for (size_t i = 0; i < trials.size(); ++i) queue.push_back(i);
-  size_t running = 0;
-  bool cancelling = false;
-
-  auto finish = [&](size_t index, const TrialResult& result) {
-    bool cancel = callbacks.on_done ? callbacks.on_done(index, result) : false;
-    if (cancel && !cancelling) {
+void TrialRunner::run_list(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
+  struct InOrder final : TrialSource {
+    const std::vector<TrialSpec>& trials;
+    const RunCallbacks& callbacks;
+    size_t next_index = 0;
+    std::set<size_t> running;
+    bool cancelling = false;
+    InOrder(const std::vector<TrialSpec>& t, const RunCallbacks& c) : trials(t), callbacks(c) {}
+    std::optional<Job> next() override {
+      if (cancelling || next_index >= trials.size()) return std::nullopt;
+      running.insert(next_index);
+      const size_t i = next_index++;
+      return Job{i, &trials[i]};
+    }
+    void on_start(size_t i) override {
+      if (callbacks.on_start) callbacks.on_start(i);
+    }
+    void on_progress(size_t i, const EvalPoint& point, double best) override {
+      if (callbacks.on_progress) callbacks.on_progress(i, point, best);
+    }
+    std::vector<size_t> on_done(size_t i, const TrialResult& result) override {
+      running.erase(i);
+      const bool cancel = callbacks.on_done ? callbacks.on_done(i, result) : false;
+      if (!cancel || cancelling) return {};
       cancelling = true;
-      while (!queue.empty()) {
-        size_t queued = queue.front();
-        queue.pop_front();
-        if (callbacks.on_done) callbacks.on_done(queued, TrialResult::cancelled());
-      }
-      for (auto& w : workers_) {
-        if (w.trial >= 0 && !w.cancel_sent) {
+      for (; next_index < trials.size(); ++next_index)
+        if (callbacks.on_done) callbacks.on_done(next_index, TrialResult::cancelled());
+      return {running.begin(), running.end()};
+    }
+  } source(trials, callbacks);
+  run(source);
+}
+
+void WorkerPool::run(TrialSource& source) {
+  size_t running = 0;
+  auto finish = [&](size_t ticket, const TrialResult& result) {
+    for (size_t cancel : source.on_done(ticket, result))
+      for (auto& w : workers_)
+        if (w.trial == static_cast<long>(cancel) && !w.cancel_sent) {
           YAML::Node message;
           message["type"] = "cancel";
           message["job"] = w.job;
           write_message(w.to_worker, message);
           w.cancel_sent = true;
         }
-      }
-    }
   };
+  std::optional<TrialSource::Job> pending;  // handed out, not yet sent to a worker
 
-  while (!queue.empty() || running > 0) {
+  for (;;) {
     // Hand out work: idle workers first, then new ones up to the pool size.
-    while (!queue.empty()) {
+    for (;;) {
       auto idle = std::find_if(workers_.begin(), workers_.end(),
                                [](const Worker& w) { return w.trial < 0; });
+      if (idle == workers_.end() && static_cast<int>(workers_.size()) >= settings_.workers) break;
+      if (!pending) pending = source.next();
+      if (!pending) break;
       if (idle == workers_.end()) {
-        if (static_cast<int>(workers_.size()) >= settings_.workers) break;
         workers_.push_back(spawn());
         idle = workers_.end() - 1;
       }
-      const size_t index = queue.front();
-      queue.pop_front();
       YAML::Node message;
       message["type"] = "job";
       message["job"] = next_job_;
-      message["trial"] = trials[index].to_yaml();
+      message["trial"] = pending->trial->to_yaml();
       if (!write_message(idle->to_worker, message)) {
-        // The worker is gone; its end of file is handled below.
-        queue.push_front(index);
+        // The worker is gone: the job goes to another one.
         stop(*idle);
         workers_.erase(idle);
         continue;
       }
-      idle->trial = static_cast<long>(index);
+      idle->trial = static_cast<long>(pending->ticket);
       idle->job = next_job_++;
       idle->cancel_sent = false;
       ++running;
-      if (callbacks.on_start) callbacks.on_start(index);
+      const size_t ticket = pending->ticket;
+      pending.reset();
+      source.on_start(ticket);
     }
-    if (running == 0) continue;
+    if (running == 0) break;
 
     std::vector<pollfd> fds;
     for (auto& w : workers_) fds.push_back({w.reader->fd(), POLLIN, 0});
@@ -186,11 +208,10 @@ void WorkerPool::run(const std::vector<TrialSpec>& trials, const RunCallbacks& c
         if (message["job"].as<uint64_t>() != w.job || w.trial < 0) continue;
         const auto index = static_cast<size_t>(w.trial);
         if (type == "progress") {
-          if (callbacks.on_progress)
-            callbacks.on_progress(index,
-                                  {message["step"].as<int64_t>(), message["train_loss"].as<double>(),
-                                   message["val_loss"].as<double>()},
-                                  message["best_loss"].as<double>());
+          source.on_progress(index,
+                             {message["step"].as<int64_t>(), message["train_loss"].as<double>(),
+                              message["val_loss"].as<double>()},
+                             message["best_loss"].as<double>());
         } else if (type == "result" || type == "error") {
           w.trial = -1;
           --running;

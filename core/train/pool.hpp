@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,27 @@
 #include "train/trial.hpp"
 
 namespace induct {
+
+// Where a runner gets its work and reports back: trials are handed out one at a time, as
+// workers fall idle, so the source can decide what to run next from what has finished (the
+// N* searches of many cells share the workers this way). All calls come on the runner's
+// calling thread.
+class TrialSource {
+ public:
+  struct Job {
+    size_t ticket = 0;         // the source's name for this trial
+    const TrialSpec* trial = nullptr;  // owned by the source; valid until on_done
+  };
+  virtual ~TrialSource() = default;
+  // The trial to start now; nullopt when there is none for now. The runner then waits for a
+  // running trial to end, and with none running the run is over.
+  virtual std::optional<Job> next() = 0;
+  virtual void on_start(size_t /*ticket*/) {}
+  virtual void on_progress(size_t /*ticket*/, const EvalPoint& /*point*/, double /*best_loss*/) {}
+  // Every started trial ends here exactly once (a cancelled one too). Returns the tickets of
+  // running trials to cancel.
+  virtual std::vector<size_t> on_done(size_t ticket, const TrialResult& result) = 0;
+};
 
 struct RunCallbacks {
   std::function<void(size_t index)> on_start;
@@ -24,10 +46,12 @@ struct RunCallbacks {
 class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
-  // Runs the trials, most promising first (the caller orders them), calling back on the
-  // calling thread. Returns when every trial has ended.
-  virtual void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) = 0;
+  // Runs what the source hands out until it has nothing left and nothing runs.
+  virtual void run(TrialSource& source) = 0;
   virtual int parallelism() const = 0;
+  // Runs a fixed list in order, most promising first (the caller orders them), calling back
+  // on the calling thread. Returns when every trial has ended.
+  void run_list(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks);
 };
 
 struct PoolSettings {
@@ -49,7 +73,7 @@ class WorkerPool final : public TrialRunner {
  public:
   explicit WorkerPool(PoolSettings settings);
   ~WorkerPool() override;
-  void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) override;
+  void run(TrialSource& source) override;
   int parallelism() const override { return settings_.workers; }
 
  private:
@@ -57,7 +81,7 @@ class WorkerPool final : public TrialRunner {
     pid_t pid = -1;
     int to_worker = -1;
     std::unique_ptr<MessageReader> reader;
-    long trial = -1;  // index in the current run, -1 when idle
+    long trial = -1;  // the source's ticket of the running trial, -1 when idle
     uint64_t job = 0;
     bool cancel_sent = false;
   };
@@ -76,7 +100,7 @@ class PluginRegistry;
 class InProcessRunner final : public TrialRunner {
  public:
   explicit InProcessRunner(const PluginRegistry& registry) : registry_(registry) {}
-  void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) override;
+  void run(TrialSource& source) override;
   int parallelism() const override { return 1; }
 
  private:

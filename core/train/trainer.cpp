@@ -93,6 +93,23 @@ EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
   return metrics;
 }
 
+bool stalled(const std::vector<EvalPoint>& history, double best_loss, const TrainSettings& settings) {
+  const int64_t window = settings.stall_window;
+  if (window <= 0 || history.empty() || history.back().step < window) return false;
+  const int64_t now = history.back().step;
+  // The best loss now against the best loss a window ago.
+  double best_then = std::numeric_limits<double>::infinity();
+  for (const EvalPoint& p : history)
+    if (p.step <= now - window) best_then = std::min(best_then, p.val_loss);
+  if (!std::isfinite(best_then)) return false;
+  if (best_loss > best_then * (1.0 - settings.stall_improvement)) return true;
+  if (settings.stall_projection <= 0) return false;
+  // Falling on at stall_projection times the window's rate, where would it be at max_steps?
+  const double rate = (std::log(best_then) - std::log(best_loss)) / static_cast<double>(window);
+  const auto remaining = static_cast<double>(settings.max_steps - now);
+  return std::log(best_loss) - settings.stall_projection * rate * remaining > std::log(settings.epsilon);
+}
+
 TrialResult train_model(SequenceModel& model, const TrainData& data, const TrainSettings& settings,
                         double lr, uint64_t seed, torch::Device device, TrainObserver* observer) {
   const auto started = std::chrono::steady_clock::now();
@@ -166,16 +183,9 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
         result.status = TrialStatus::kSucceeded;
         break;
       }
-      // Failure detector: the best loss now against the best loss a window ago.
-      if (settings.stall_window > 0 && result.steps >= settings.stall_window) {
-        double best_then = std::numeric_limits<double>::infinity();
-        for (const EvalPoint& p : result.history)
-          if (p.step <= result.steps - settings.stall_window) best_then = std::min(best_then, p.val_loss);
-        if (std::isfinite(best_then) &&
-            result.best_loss > best_then * (1.0 - settings.stall_improvement)) {
-          result.stalled = true;
-          break;  // status stays failed
-        }
+      if (stalled(result.history, result.best_loss, settings)) {
+        result.stalled = true;
+        break;  // status stays failed
       }
     }
   }

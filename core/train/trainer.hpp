@@ -34,6 +34,11 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
                         double lr, uint64_t seed, torch::Device device,
                         TrainObserver* observer = nullptr);
 
+// The failure detector of TrainSettings (stall_window, stall_improvement, stall_projection):
+// true when a run should stop as failed after the evaluation that ends `history`, whose best
+// validation loss so far is `best_loss`.
+bool stalled(const std::vector<EvalPoint>& history, double best_loss, const TrainSettings& settings);
+
 // Loss, token accuracy and final-state accuracy (teacher forcing), overall and per length.
 EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
                      int64_t batch_size, torch::Device device);

@@ -62,6 +62,14 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
   return options.empty() ? label : label + "(" + options + ")";
 }
 
+std::string describe_detector(const TrainSettings& t) {
+  if (t.stall_window <= 0) return "off";
+  std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +
+                     format_number(t.stall_improvement);
+  if (t.stall_projection > 0) text += ", projection " + format_number(t.stall_projection);
+  return text;
+}
+
 YAML::Node to_yaml(const TrainSettings& t) {
   YAML::Node node;
   node["batch_size"] = t.batch_size;
@@ -74,6 +82,7 @@ YAML::Node to_yaml(const TrainSettings& t) {
   if (t.stall_window > 0) {
     node["stall_window"] = t.stall_window;
     node["stall_improvement"] = exact(t.stall_improvement);
+    if (t.stall_projection > 0) node["stall_projection"] = exact(t.stall_projection);
   }
   return node;
 }
@@ -118,6 +127,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   if (t["stall_window"]) {
     spec.training.stall_window = t["stall_window"].as<int64_t>();
     spec.training.stall_improvement = t["stall_improvement"].as<double>();
+    if (t["stall_projection"]) spec.training.stall_projection = t["stall_projection"].as<double>();
   }
   spec.max_length = node["max_length"].as<int64_t>();
   spec.device = node["device"].as<std::string>();

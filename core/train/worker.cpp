@@ -88,27 +88,23 @@ int worker_main(int threads) {
   return 0;
 }
 
-void InProcessRunner::run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
-  bool cancelled = false;
-  for (size_t i = 0; i < trials.size(); ++i) {
-    TrialResult result = TrialResult::cancelled();
-    if (!cancelled) {
-      if (callbacks.on_start) callbacks.on_start(i);
-      struct Relay final : TrainObserver {
-        const RunCallbacks& callbacks;
-        size_t index;
-        Relay(const RunCallbacks& c, size_t i) : callbacks(c), index(i) {}
-        void on_eval(const EvalPoint& point, double best) override {
-          if (callbacks.on_progress) callbacks.on_progress(index, point, best);
-        }
-      } relay(callbacks, i);
-      try {
-        result = run_trial(trials[i], registry_, &relay);
-      } catch (const std::exception& e) {
-        result = TrialResult::failure(e.what());
-      }
+void InProcessRunner::run(TrialSource& source) {
+  // One trial at a time: a cancel can only concern trials that are not running any more.
+  while (auto job = source.next()) {
+    source.on_start(job->ticket);
+    struct Relay final : TrainObserver {
+      TrialSource& source;
+      size_t ticket;
+      Relay(TrialSource& s, size_t t) : source(s), ticket(t) {}
+      void on_eval(const EvalPoint& point, double best) override { source.on_progress(ticket, point, best); }
+    } relay(source, job->ticket);
+    TrialResult result;
+    try {
+      result = run_trial(*job->trial, registry_, &relay);
+    } catch (const std::exception& e) {
+      result = TrialResult::failure(e.what());
     }
-    if (callbacks.on_done && callbacks.on_done(i, result)) cancelled = true;
+    source.on_done(job->ticket, result);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <set>
 #include <sstream>
 
 #include "report/format.hpp"
@@ -92,25 +93,83 @@ namespace {
 class FakeRunner final : public TrialRunner {
  public:
   explicit FakeRunner(std::function<uint64_t(const Cell&)> threshold) : threshold_(std::move(threshold)) {}
-  void run(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) override {
-    bool cancelled = false;
-    for (size_t i = 0; i < trials.size(); ++i) {
-      TrialResult r = TrialResult::cancelled();
-      if (!cancelled) {
-        ++trained;
-        // Only the first seed can succeed: the others fail, so a success must cancel them.
-        const bool ok = trials[i].n >= threshold_(trials[i].cell) && trials[i].seed == 10;
-        r.status = ok ? TrialStatus::kSucceeded : TrialStatus::kFailed;
-        r.steps = 100;
-        r.best_loss = ok ? 1e-5 : 0.5;
-      }
-      if (callbacks.on_done(i, r)) cancelled = true;
+  void run(TrialSource& source) override {
+    while (auto job = source.next()) {
+      ++trained;
+      const TrialSpec& trial = *job->trial;
+      // Only one seed can succeed (and comes closest when it fails): the others fail.
+      const bool good = trial.seed == good_seed;
+      const bool ok = trial.n >= threshold_(trial.cell) && good;
+      TrialResult r;
+      r.status = ok ? TrialStatus::kSucceeded : TrialStatus::kFailed;
+      r.steps = 100;
+      r.best_loss = ok ? 1e-5 : good ? 0.3 : 0.5;
+      source.on_done(job->ticket, r);
     }
   }
   int parallelism() const override { return 1; }
   size_t trained = 0;
+  uint64_t good_seed = 10;
 
  private:
+  std::function<uint64_t(const Cell&)> threshold_;
+};
+
+// Two trials at a time, each ending after a fixed number of rounds (so a success can meet a
+// running neighbour and cancel it), results as FakeRunner's. Records which cells the trials
+// running side by side belong to.
+class PairRunner final : public TrialRunner {
+ public:
+  explicit PairRunner(std::function<uint64_t(const Cell&)> threshold) : threshold_(std::move(threshold)) {}
+  void run(TrialSource& source) override {
+    struct Running {
+      TrialSource::Job job;
+      int rounds_left;
+    };
+    std::vector<Running> running;
+    std::set<size_t> cancelled;
+    for (;;) {
+      while (running.size() < 2) {
+        auto job = source.next();
+        if (!job) break;
+        ++trained;
+        // Failures take 3 rounds, successes 2: the one beside a success is still running.
+        const bool ok = succeeds(*job->trial);
+        running.push_back({*job, ok ? 2 : 3});
+        source.on_start(job->ticket);
+      }
+      if (running.empty()) break;
+      if (running.size() == 2) {
+        pairs.emplace_back(running[0].job.trial->cell.L, running[1].job.trial->cell.L);
+        distinct_pairs += running[0].job.trial->cell.L != running[1].job.trial->cell.L;
+      }
+      for (auto& r : running) --r.rounds_left;
+      for (size_t k = 0; k < running.size();) {
+        if (running[k].rounds_left > 0 && !cancelled.count(running[k].job.ticket)) {
+          ++k;
+          continue;
+        }
+        const TrialSource::Job job = running[k].job;
+        running.erase(running.begin() + static_cast<long>(k));
+        TrialResult r;
+        if (cancelled.count(job.ticket)) {
+          r = TrialResult::cancelled();
+          r.steps = 10;
+        } else {
+          r.status = succeeds(*job.trial) ? TrialStatus::kSucceeded : TrialStatus::kFailed;
+          r.steps = 100;
+          r.best_loss = r.succeeded() ? 1e-5 : 0.5;
+        }
+        for (size_t t : source.on_done(job.ticket, r)) cancelled.insert(t);
+      }
+    }
+  }
+  int parallelism() const override { return 2; }
+  size_t trained = 0, distinct_pairs = 0;
+  std::vector<std::pair<int, int>> pairs;
+
+ private:
+  bool succeeds(const TrialSpec& t) const { return t.n >= threshold_(t.cell) && t.seed == 10; }
   std::function<uint64_t(const Cell&)> threshold_;
 };
 
@@ -169,6 +228,29 @@ BOOST_AUTO_TEST_CASE(sharing_factor_is_the_sum_over_the_joint) {
   BOOST_TEST(test::run_command("grep -q 'L=4' " + run.dir + "/kappa_table.md").exit_code == 0);
 }
 
+BOOST_AUTO_TEST_CASE(searches_share_the_workers_and_a_success_cancels_its_neighbour) {
+  Run run(kSharing, "sharing_pairs");
+  PairRunner runner(thresholds);
+  BOOST_TEST(run.go(runner) == 0);
+  // The same N* as one trial at a time (sharing_factor_is_the_sum_over_the_joint).
+  for (const auto& o : run.store->outcomes())
+    if (o.kind == "sharing") {
+      BOOST_TEST(o.value["lengths"][1]["kappa"].as<double>() == 2.0, boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(o.value["lengths"][2]["kappa"].as<double>() == 3.6, boost::test_tools::tolerance(1e-12));
+    }
+  // Different cells' searches ran side by side; once one search was left, two configurations
+  // of its steps ran together and the success cancelled the other.
+  BOOST_TEST(runner.distinct_pairs > 0u);
+  size_t cancelled = 0;
+  for (const auto& t : run.store->all())
+    cancelled += t.result.status == TrialStatus::kCancelled && t.result.steps == 10;
+  BOOST_TEST(cancelled > 0u);
+  // Nothing is left to train on a rerun.
+  PairRunner again(thresholds);
+  BOOST_TEST(run.go(again) == 0);
+  BOOST_TEST(again.trained == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(nstar_reuses_stored_trials_and_outcomes) {
   const std::string text = std::string(R"(study: nstar
 task: {name: modular, m: 5}
@@ -179,9 +261,8 @@ search: {tolerance: 0}
 )");
   Run first(text, "nstar");
   FakeRunner runner([](const Cell&) { return 37; });
+  runner.good_seed = 20;
   BOOST_TEST(first.go(runner) == 0);
-  const size_t trained = runner.trained;
-  BOOST_TEST(trained > 0u);
   bool seen = false;
   for (const auto& o : first.store->outcomes())
     if (o.kind == "nstar") {
@@ -189,12 +270,14 @@ search: {tolerance: 0}
       BOOST_TEST(o.value["nstar"].as<uint64_t>() == 37u);
       BOOST_TEST(o.value["learned"].as<bool>());
       BOOST_TEST(o.value["n_max"].as<uint64_t>() == 500u);
+      BOOST_TEST(o.value["steps"].size() == 11u);  // 500, 1, 250, 125, 63, 32, 47, 39, 35, 37, 36
     }
   BOOST_TEST(seen);
-  // A success cancels the configurations after it: every success step trained one trial.
-  size_t cancelled = 0;
-  for (const auto& t : first.store->all()) cancelled += t.result.status == TrialStatus::kCancelled;
-  BOOST_TEST(cancelled > 0u);
+  // A success ends its step, and the configuration that came closest runs first: N_max trains
+  // seed 10 (fails) then seed 20 (succeeds); from then on each of the 6 other successes trains
+  // seed 20 alone, and each of the 4 failing sizes both seeds: 2 + 6 + 8 = 16 trials (22 in
+  // the grid's order).
+  BOOST_TEST(runner.trained == 16u);
   // Rerun into the same store: nothing is trained again.
   FakeRunner again([](const Cell&) { return 37; });
   StudyRun run{first.config, test::plugins(), *first.store, again, first.progress, first.dir, first.out};

@@ -7,6 +7,7 @@
 #include "train/components.hpp"
 #include "train/generalization.hpp"
 #include "train/optimizer.hpp"
+#include "train/trainer.hpp"
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include "util/process.hpp"
@@ -114,6 +115,35 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progre
   // The detector is part of the trial's identity.
   TrialSpec plain = parity_trial(6, 102, 32, 1e-7, 2000);
   BOOST_TEST(plain.key() != hopeless.key());
+}
+
+BOOST_AUTO_TEST_CASE(failure_detector_projection_stops_what_cannot_reach_epsilon_in_time) {
+  TrainSettings settings;
+  settings.max_steps = 2000;
+  settings.epsilon = 1e-4;
+  settings.stall_window = 200;
+  settings.stall_improvement = 0.1;
+  auto history = [](double then, double now) {
+    return std::vector<EvalPoint>{{100, 0, 1.0}, {200, 0, then}, {300, 0, 0.5 * (then + now)}, {400, 0, now}};
+  };
+  // 1e-2 -> 8.5e-3 over 200 steps: 15% better, so the stall rule lets it go on.
+  BOOST_TEST(!stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  // At twice that rate for the 1600 steps left: 8.5e-3 * 0.85^16 = 6.3e-4 > 1e-4: stopped.
+  settings.stall_projection = 2;
+  BOOST_TEST(stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  // At four times the rate it could get there (8.5e-3 * 0.85^32 = 4.7e-5): not stopped.
+  settings.stall_projection = 4;
+  BOOST_TEST(!stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  // A tenfold fall over the window reaches epsilon at any slack: not stopped.
+  settings.stall_projection = 1;
+  BOOST_TEST(!stalled(history(1e-2, 1e-3), 1e-3, settings));
+  // The stall rule alone: less than 10% better over the window.
+  settings.stall_projection = 0;
+  BOOST_TEST(stalled(history(1e-2, 9.5e-3), 9.5e-3, settings));
+  // Not before a whole window of history, and never when the detector is off.
+  BOOST_TEST(!stalled({{100, 0, 1.0}, {200, 0, 1.0}}, 1.0, settings));
+  settings.stall_window = 0;
+  BOOST_TEST(!stalled(history(1e-2, 9.5e-3), 9.5e-3, settings));
 }
 
 BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
