@@ -1,5 +1,6 @@
 // One-layer LSTM with embedding = hidden and a linear head on every step (SPEC.md section 8).
 #include <induct/model.hpp>
+#include <induct/nn/lstm.hpp>
 #include <induct/plugin.hpp>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -16,9 +17,11 @@ class Lstm final : public induct::SequenceModel {
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
   torch::Tensor forward(const torch::Tensor& tokens) override {
-    auto x = embed_(tokens);                   // [B, T, H]
-    auto h = std::get<0>(lstm_->forward(x));  // [B, T, H]
-    return head_(h);                           // [B, T, V]
+    auto x = embed_(tokens);  // [B, T, H]
+    // torch::nn::LSTM holds the parameters (and their names); the SDK's fused layer runs them.
+    const auto w = lstm_->all_weights();  // weight_ih, weight_hh, bias_ih, bias_hh
+    auto h = induct::nn::lstm_layer(x, w[0], w[1], w[2], w[3]);  // [B, T, H]
+    return head_(h);                                              // [B, T, V]
   }
 
  private:
