@@ -43,4 +43,6 @@ void register_components(induct::Registrar& registrar) {
 
 }  // namespace
 
-INDUCT_PLUGIN("lstm", "1.0.0", register_components)
+// 1.1.0: the SDK's fused layer instead of torch::nn::LSTM's forward (same parameters, results
+// differ by float rounding, so stored 1.0.0 trials are not reused).
+INDUCT_PLUGIN("lstm", "1.1.0", register_components)
