@@ -95,11 +95,17 @@ class Searches final : public TrialSource {
     grid_.reserve(config_.learning_rates.size() * config_.seeds.size());
     for (double lr : config_.learning_rates)
       for (uint64_t seed : config_.seeds) grid_.emplace_back(lr, seed);
+    std::map<std::string, size_t> first_of_key;
     for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string key = nstar_key(config_, cells[i]);
+      // Two cells that resolve to the same cell (a grid listing it twice) share one search.
+      auto [first, inserted] = first_of_key.emplace(key, i);
+      alias_.push_back(first->second);
+      if (!inserted) continue;
       auto s = std::make_unique<CellSearch>();
       s->cell = &cells[i];
       s->index = i;
-      s->key = nstar_key(config_, cells[i]);
+      s->key = key;
       s->context = cell_context(config_, i, cells.size(), cells[i].label);
       s->ranks.assign(grid_.size(), Rank{});
       s->record.n_max = cells[i].plan.n_max;
@@ -126,8 +132,10 @@ class Searches final : public TrialSource {
   }
 
   std::vector<SearchRecord> records() const {
+    std::map<size_t, const SearchRecord*> by_cell;
+    for (const auto& s : searches_) by_cell[s->index] = &s->record;
     std::vector<SearchRecord> out;
-    for (const auto& s : searches_) out.push_back(s->record);
+    for (size_t first : alias_) out.push_back(*by_cell.at(first));
     return out;
   }
 
@@ -323,7 +331,8 @@ class Searches final : public TrialSource {
   StudyRun& run_;
   const StudyConfig& config_;
   std::vector<std::pair<double, uint64_t>> grid_;
-  std::vector<std::unique_ptr<CellSearch>> searches_;
+  std::vector<std::unique_ptr<CellSearch>> searches_;  // one per distinct cell
+  std::vector<size_t> alias_;  // per cell: the index of the first cell with its key
   std::map<size_t, Ref> tickets_;
   size_t next_ticket_ = 1, finished_ = 0;
 };

@@ -251,6 +251,32 @@ BOOST_AUTO_TEST_CASE(searches_share_the_workers_and_a_success_cancels_its_neighb
   BOOST_TEST(again.trained == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_cell_listed_twice_is_searched_once) {
+  const char* text = R"(study: nstar
+task: {name: modular, m: 5}
+model: {name: lstm, hidden: 8}
+data: {format: acot, distribution: fixed}
+grid: {data.L: [4, 3, 4]}
+training: {learning_rates: [1e-3], seeds: [10, 20]}
+search: {tolerance: 0}
+)";
+  Run twice(text, "nstar_twice");
+  FakeRunner runner(thresholds);
+  BOOST_TEST(twice.go(runner) == 0);
+  const std::string table = twice.out.str();
+  Run once(std::string(text).replace(std::string(text).find("[4, 3, 4]"), 9, "[4, 3]"), "nstar_once");
+  FakeRunner single(thresholds);
+  BOOST_TEST(once.go(single) == 0);
+  BOOST_TEST(runner.trained == single.trained);
+  // Both rows of L = 4 carry its N* (16).
+  size_t rows = 0;
+  for (size_t at = table.find("L=4"); at != std::string::npos; at = table.find("L=4", at + 1)) {
+    const auto end = table.find('\n', at);
+    rows += table.substr(at, end - at).find("16") != std::string::npos;
+  }
+  BOOST_TEST(rows == 2u, table);
+}
+
 BOOST_AUTO_TEST_CASE(nstar_reuses_stored_trials_and_outcomes) {
   const std::string text = std::string(R"(study: nstar
 task: {name: modular, m: 5}
