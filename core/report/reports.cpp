@@ -239,7 +239,7 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
                          v["failure_detector"] ? v["failure_detector"].as<std::string>()
                          : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
                              ? "window " + v["stall_window"].as<std::string>()
-                             : "off",
+                             : "none",
                          v["learned"].as<bool>() ? format_count(v["nstar"].as<uint64_t>()) : kNotLearned,
                          std::to_string(v["steps"].size()), v["optimisation_steps"].as<std::string>()});
   }

@@ -63,7 +63,7 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
 }
 
 std::string describe_detector(const TrainSettings& t) {
-  if (t.stall_window <= 0) return "off";
+  if (t.stall_window <= 0) return "none";
   std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +
                      format_number(t.stall_improvement);
   if (t.stall_projection > 0) text += ", projection " + format_number(t.stall_projection);

@@ -101,7 +101,7 @@ struct TrialResult {
 // just the options named there ("lstm(hidden=768)").
 std::string component_label(const YAML::Node& section, const std::set<std::string>* only = nullptr);
 
-// "off", or the failure detector's settings: "window 200, improvement 0.1, projection 2".
+// "none", or the failure detector's settings: "window 200, improvement 0.1, projection 2".
 std::string describe_detector(const TrainSettings& settings);
 
 // The training settings as YAML (canonical: part of trial and outcome keys).
