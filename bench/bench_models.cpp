@@ -1,18 +1,21 @@
 // Training-step throughput of the in-tree models, and the machine's float32 GEMM peak.
 //
 //   induct_bench [--models lstm,gpt2,...] [--lengths 10,30,62] [--batch 64] [--seconds 3]
-//                [--small] [--threads 1] [--peak-only]
+//                [--small] [--threads 1] [--peak-only] [--trace FILE]
 //
 // A step is what induct's trainer does: forward on random tokens [batch, T] of Z_5's
 // vocabulary (12), cross-entropy on every position, backward, Adam (induct's FlatAdam). Prints one line per
 // (model, length): steps/s, the step's FLOPs counted from the model's matrix products
 // (forward x 3 for forward + backward), and achieved GFLOP/s. bench/run_bench.sh alternates
-// this with the PyTorch reference and prints the table of docs/performance.md.
+// this with the PyTorch reference and prints the table of docs/performance.md. With --trace,
+// 20 more steps of the last (model, length) run under LibTorch's profiler, written to FILE as a
+// Chrome trace; bench/trace_summary.py totals it by operation.
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iostream>
 #include <sstream>
 
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/nn/functional/loss.h>
 
 #include "options_yaml.hpp"
@@ -93,7 +96,9 @@ int main(int argc, char** argv) {
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
       "small", "d_model 64, 2 layers (the sizes a CPU user runs)")(
       "threads", po::value<int>()->default_value(1), "intra-op threads")(
-      "peak-only", "only measure the GEMM peak")("help", "this help");
+      "peak-only", "only measure the GEMM peak")(
+      "trace", po::value<std::string>(), "write a profiler trace of 20 steps to this file")(
+      "help", "this help");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
@@ -157,6 +162,10 @@ int main(int argc, char** argv) {
       std::cout << "model " << name << " params " << parameters << " length " << T
                 << " steps_per_s " << rate << " gflops " << flops * rate / 1e9 << "\n"
                 << std::flush;
+      if (vm.count("trace")) {
+        torch::autograd::profiler::RecordProfile guard(vm["trace"].as<std::string>());
+        for (int i = 0; i < 20; ++i) step();
+      }
     }
   }
   return 0;

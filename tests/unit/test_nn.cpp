@@ -1,12 +1,13 @@
 // The SDK's shared blocks (induct/nn): the fused selective scan against its autograd
-// reference, forward and backward; the fused LSTM layer against LibTorch's; rotary
-// embeddings; RMSNorm.
+// reference, forward and backward; the fused LSTM layer, causal attention, GELU and dropout
+// against LibTorch's operations; rotary embeddings; RMSNorm.
 #define BOOST_TEST_MODULE nn
 #include <boost/test/unit_test.hpp>
 
 #include <torch/torch.h>
 
 #include "induct/nn/attention.hpp"
+#include "induct/nn/elementwise.hpp"
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
 #include "induct/nn/scan.hpp"
@@ -101,6 +102,75 @@ BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {
       BOOST_TEST(error < 2e-5, names[i] << " at scale " << scale << ": max error " << error);
     }
   }
+}
+
+namespace {
+// Output and gradients of q, k, v for fixed upstream weights. q, k and v are strided views of
+// one [B, T, 3, H, D] tensor, as the attention block makes them.
+std::vector<torch::Tensor> attention_run(torch::Dtype dtype, bool fused, double dropout) {
+  torch::manual_seed(3);
+  const int64_t B = 2, T = 7, H = 3, D = 5;
+  auto qkv = (torch::randn({B, T, 3, H, D}, torch::kDouble) * 2).to(dtype).requires_grad_(true);
+  auto parts = qkv.permute({2, 0, 3, 1, 4}).unbind(0);
+  torch::manual_seed(4);  // the dropout draws
+  auto y = induct::nn::causal_attention(parts[0], parts[1], parts[2], dropout, true, fused);
+  auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+  (y * weights).sum().backward();
+  return {y.detach().to(torch::kDouble), qkv.grad().to(torch::kDouble)};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_attention_matches_libtorch_operations) {
+  // In double both paths draw dropout masks from LibTorch's generator alike: equal to rounding.
+  for (double dropout : {0.0, 0.3}) {
+    auto fused = attention_run(torch::kDouble, true, dropout);
+    auto ops = attention_run(torch::kDouble, false, dropout);
+    BOOST_TEST(torch::allclose(fused[0], ops[0], 1e-10, 1e-12), "y, dropout " << dropout);
+    BOOST_TEST(torch::allclose(fused[1], ops[1], 1e-10, 1e-12), "dqkv, dropout " << dropout);
+  }
+  // The float kernel (vectorised exp) against double.
+  auto f = attention_run(torch::kFloat, true, 0.0), d = attention_run(torch::kDouble, false, 0.0);
+  BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-5);
+  BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-5);
+  // Dropout in float: a seed fixes the mask; about 30% of the weights dropped changes y.
+  auto f1 = attention_run(torch::kFloat, true, 0.3), f2 = attention_run(torch::kFloat, true, 0.3);
+  BOOST_TEST(torch::equal(f1[0], f2[0]));
+  BOOST_TEST(!torch::allclose(f1[0], f[0], 1e-3, 1e-3));
+}
+
+BOOST_AUTO_TEST_CASE(fused_gelu_matches_libtorch) {
+  auto x = torch::linspace(-12, 12, 20001, torch::kDouble);
+  auto xf = x.to(torch::kFloat).requires_grad_(true);
+  auto xd = x.clone().requires_grad_(true);
+  auto yf = induct::nn::gelu_tanh(xf), yd = torch::gelu(xd, "tanh");
+  auto w = torch::linspace(-1, 1, x.numel(), torch::kDouble);
+  (yf * w.to(torch::kFloat)).sum().backward();
+  (yd * w).sum().backward();
+  BOOST_TEST((yf.detach().to(torch::kDouble) - yd.detach()).abs().max().item<double>() < 2e-6);
+  BOOST_TEST((xf.grad().to(torch::kDouble) - xd.grad()).abs().max().item<double>() < 2e-6);
+}
+
+BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {
+  const double p = 0.3;
+  auto x = torch::ones({1000, 1000}).requires_grad_(true);
+  torch::manual_seed(9);
+  auto y = induct::nn::dropout(x, p, true);
+  const double kept = (y != 0).to(torch::kDouble).mean().item<double>();
+  BOOST_TEST(std::abs(kept - (1 - p)) < 0.002, "kept " << kept);
+  // Kept elements are scaled by 1 / (1 - p); the gradient is the same mask.
+  BOOST_TEST(torch::allclose(y.max(), torch::tensor(1 / (1 - p), torch::kFloat)));
+  y.sum().backward();
+  BOOST_TEST(torch::equal(x.grad(), y.detach()));
+  // The same seed, the same mask; another seed, another one. No dropout in evaluation.
+  torch::manual_seed(9);
+  BOOST_TEST(torch::equal(induct::nn::dropout(x, p, true), y));
+  BOOST_TEST(!torch::equal(induct::nn::dropout(x, p, true), y));
+  BOOST_TEST(torch::equal(induct::nn::dropout(x, p, false), x));
+  // Neighbouring elements are not correlated (a counter-based hash, not a weak stream).
+  auto kept_mask = (y.detach() != 0).to(torch::kDouble).flatten();
+  auto a = kept_mask.slice(0, 0, -1) - kept_mask.mean(), b = kept_mask.slice(0, 1) - kept_mask.mean();
+  const double correlation = ((a * b).mean() / (a * a).mean()).item<double>();
+  BOOST_TEST(std::abs(correlation) < 0.005, "correlation " << correlation);
 }
 
 BOOST_AUTO_TEST_CASE(rotary_preserves_norms_and_depends_on_offsets_only) {

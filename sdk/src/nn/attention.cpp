@@ -1,6 +1,6 @@
 #include "induct/nn/attention.hpp"
 
-#include <torch/nn/functional/dropout.h>
+#include "induct/nn/elementwise.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -41,9 +41,6 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const AttentionOptions& options
       "qkv", torch::nn::Linear(torch::nn::LinearOptions(options.dim, 3 * options.dim).bias(options.bias)));
   out = register_module(
       "out", torch::nn::Linear(torch::nn::LinearOptions(options.dim, options.dim).bias(options.bias)));
-  mask_ = register_buffer(
-      "causal_mask",
-      torch::ones({options.max_length, options.max_length}, torch::kBool).triu(1));
   if (options.rotary_dim > 0) {
     RotaryTables tables = rotary_tables(options.rotary_dim, options.max_length, options.rope_theta);
     cos_ = register_buffer("rotary_cos", tables.cos);
@@ -64,18 +61,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     q = apply_rotary(q, cos_, sin_);
     k = apply_rotary(k, cos_, sin_);
   }
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(Dh)));
-  scores = scores.masked_fill(mask_.slice(0, 0, T).slice(1, 0, T),
-                              -std::numeric_limits<float>::infinity());  // [B, H, T, T]
-  auto weights = torch::softmax(scores, -1);
-  if (options_.dropout > 0)
-    weights = torch::nn::functional::dropout(
-        weights, torch::nn::functional::DropoutFuncOptions().p(options_.dropout).training(is_training()));
-  auto y = torch::matmul(weights, v).transpose(1, 2).reshape({B, T, C});  // [B, T, C]
+  auto y = causal_attention(q, k, v, options_.dropout, is_training());  // [B, T, C]
   y = out(y);
-  if (options_.dropout > 0)
-    y = torch::nn::functional::dropout(
-        y, torch::nn::functional::DropoutFuncOptions().p(options_.dropout).training(is_training()));
+  if (options_.dropout > 0) y = nn::dropout(y, options_.dropout, is_training());
   return y;
 }
 

@@ -3,56 +3,14 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-
-// The gate loops are compiled for AVX-512, AVX2 and the baseline, chosen at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define INDUCT_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define INDUCT_SIMD_CLONES
-#endif
+#include "simd_math.hpp"
 
 namespace induct::nn {
 
 namespace {
 
-// exp, sigmoid and tanh written so that GCC vectorises the loops that call them (LibTorch's
-// vectorised versions work on whole tensors, one operation each). exp: Cephes' range
-// reduction and polynomial, relative error below 2e-7 on [-87, 88]; inputs are clamped there.
-inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;  // (std::fmin/fmax do not vectorise)
-  // Round x / ln 2 to the nearest integer (adding and removing 1.5 * 2^23 does it in float).
-  const float shifter = 12582912.0f;
-  const float n = (x * 1.44269504088896341f + shifter) - shifter;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
-  return p * __builtin_bit_cast(float, bits);
-}
-
-inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
-
-// Near 0, Cephes' odd polynomial (1 - 2 / (e^2x + 1) loses digits there); elsewhere via exp.
-inline float tanh_approx(float x) {
-  const float z = x * x;
-  float p = -5.70498872745e-3f;
-  p = p * z + 2.06390887954e-2f;
-  p = p * z - 5.37397155531e-2f;
-  p = p * z + 1.33314422036e-1f;
-  p = p * z - 3.33332819422e-1f;
-  const float small = p * z * x + x;
-  const float large = 1.0f - 2.0f / (exp_approx(2.0f * x) + 1.0f);
-  return x > -0.625f && x < 0.625f ? small : large;
-}
+using simd::sigmoid_approx;
+using simd::tanh_approx;
 
 // One step forward. g: [B, 4H] pre-activations in, activations out; c_prev, c, tc (tanh c),
 // h: [B, H].

@@ -1,5 +1,7 @@
 #include "induct/nn/mlp.hpp"
 
+#include "induct/nn/elementwise.hpp"
+
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
 
@@ -7,7 +9,7 @@ namespace induct::nn {
 
 torch::Tensor activate(const torch::Tensor& x, Activation activation) {
   switch (activation) {
-    case Activation::kGeluTanh: return torch::gelu(x, "tanh");
+    case Activation::kGeluTanh: return nn::gelu_tanh(x);
     case Activation::kGelu: return torch::gelu(x);
     case Activation::kSilu: return torch::silu(x);
   }
@@ -22,9 +24,7 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, bool bias, 
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   auto y = proj(activate(fc(x), activation_));
-  if (dropout_ > 0)
-    y = torch::nn::functional::dropout(
-        y, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+  if (dropout_ > 0) y = nn::dropout(y, dropout_, is_training());
   return y;
 }
 

@@ -22,6 +22,16 @@ RotaryTables INDUCT_SDK_API rotary_tables(int64_t rotary_dim, int64_t max_length
 torch::Tensor INDUCT_SDK_API apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
                                           const torch::Tensor& sin);
 
+// Causal softmax attention of q over k and v, scaled by 1/sqrt(head_dim), with dropout on the
+// weights when training: q, k, v [B, heads, T, head_dim] -> [B, T, heads * head_dim] (heads
+// merged). On the CPU one autograd node with its own backward (loops over each (batch, head)'s
+// causal triangle; LibTorch's CPU bmm runs one select + mm per batch entry); `fused = false`,
+// and other devices, compose LibTorch operations instead. The dropout mask: in float on the
+// CPU the SDK's (elementwise.hpp), otherwise LibTorch's dropout's draws on [B, heads, T, T].
+torch::Tensor INDUCT_SDK_API causal_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                              const torch::Tensor& v, double dropout, bool training,
+                                              bool fused = true);
+
 struct AttentionOptions {
   int64_t dim = 256;
   int64_t heads = 4;
@@ -33,9 +43,9 @@ struct AttentionOptions {
 };
 
 // Fused q/k/v projection ("qkv": dim -> 3 dim, laid out [q | k | v], each [heads x head_dim]),
-// rotary on q and k when rotary_dim > 0, causal softmax attention scaled by 1/sqrt(head_dim),
-// dropout on the weights, output projection ("out"), dropout on the output. The causal mask
-// and rotary tables are buffers sized for max_length.
+// rotary on q and k when rotary_dim > 0, causal_attention (dropout on the weights), output
+// projection ("out"), dropout on the output. The rotary tables are buffers sized for
+// max_length.
 class INDUCT_SDK_API CausalSelfAttentionImpl : public torch::nn::Module {
  public:
   explicit CausalSelfAttentionImpl(const AttentionOptions& options);
@@ -45,7 +55,7 @@ class INDUCT_SDK_API CausalSelfAttentionImpl : public torch::nn::Module {
 
  private:
   AttentionOptions options_;
-  torch::Tensor mask_, cos_, sin_;
+  torch::Tensor cos_, sin_;
 };
 TORCH_MODULE(CausalSelfAttention);
 

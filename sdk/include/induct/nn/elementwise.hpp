@@ -1,0 +1,28 @@
+// Elementwise layers with fused CPU kernels: GELU (tanh approximation) and dropout.
+#pragma once
+
+#include <torch/types.h>
+
+#include "induct/export.hpp"
+
+namespace induct::nn {
+
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch::gelu(x, "tanh"). On the CPU in
+// float32 one vectorised pass forward and one backward (LibTorch 1.13's took about 4.5 ns per
+// element); elsewhere torch::gelu.
+torch::Tensor INDUCT_SDK_API gelu_tanh(const torch::Tensor& x);
+
+// Inverted dropout: when training, each element is zeroed with probability p and the others
+// scaled by 1 / (1 - p). On the CPU the mask is a counter-based hash of the element's index
+// and one 64-bit draw from LibTorch's generator (so torch::manual_seed fixes it, as it fixes
+// LibTorch's dropout, but the masks differ from LibTorch's), recomputed in backward instead of
+// stored; LibTorch's Bernoulli sampler took about 2 ns per element. Elsewhere torch::dropout.
+torch::Tensor INDUCT_SDK_API dropout(const torch::Tensor& x, double p, bool training);
+
+// The keep-mask of that dropout for `count` elements from `seed`, scaled by 1 / (1 - p)
+// (0 where dropped): for kernels that fuse dropout (causal_attention).
+void INDUCT_SDK_API dropout_mask(uint64_t seed, double p, int64_t count, float* out);
+// One 64-bit draw from LibTorch's default CPU generator.
+uint64_t INDUCT_SDK_API draw_seed();
+
+}  // namespace induct::nn

@@ -1,0 +1,135 @@
+#include "induct/nn/elementwise.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <mutex>
+
+#include "simd_math.hpp"
+
+namespace induct::nn {
+
+namespace {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+
+INDUCT_SIMD_CLONES void gelu_forward(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
+    y[i] = 0.5f * v * (1.0f + t);
+  }
+}
+
+INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
+    const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+  }
+}
+
+class FusedGelu : public torch::autograd::Function<FusedGelu> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x) {
+    auto xc = x.contiguous();
+    auto y = at::empty_like(xc);
+    gelu_forward(xc.numel(), xc.data_ptr<float>(), y.data_ptr<float>());
+    ctx->save_for_backward({xc});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto dy = grads[0].contiguous();
+    auto dx = at::empty_like(x);
+    gelu_backward(x.numel(), x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>());
+    return {dx};
+  }
+};
+
+// murmur3's 32-bit finaliser: a bijection that mixes every input bit into every output bit.
+inline uint32_t mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+
+// Element i is kept when the top 24 bits of its hash, as a fraction, reach p.
+INDUCT_SIMD_CLONES void mask_kernel(uint32_t lo, uint32_t hi, uint32_t threshold, float scale,
+                                    int64_t begin, int64_t end, float* out) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    const uint32_t h = mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
+    out[i - begin] = (h >> 8) >= threshold ? scale : 0.0f;
+  }
+}
+
+INDUCT_SIMD_CLONES void apply_mask(int64_t n, const float* x, const float* mask, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * mask[i];
+}
+
+class FusedDropout : public torch::autograd::Function<FusedDropout> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double p) {
+    const uint64_t seed = draw_seed();
+    auto xc = x.contiguous();
+    auto y = at::empty_like(xc);
+    dropout_mask(seed, p, xc.numel(), y.data_ptr<float>());
+    apply_mask(xc.numel(), xc.data_ptr<float>(), y.data_ptr<float>(), y.data_ptr<float>());
+    ctx->saved_data["seed"] = static_cast<int64_t>(seed);
+    ctx->saved_data["p"] = p;
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    const double p = ctx->saved_data["p"].toDouble();
+    const auto dy = grads[0].contiguous();
+    auto dx = at::empty_like(dy);
+    dropout_mask(seed, p, dy.numel(), dx.data_ptr<float>());
+    apply_mask(dy.numel(), dy.data_ptr<float>(), dx.data_ptr<float>(), dx.data_ptr<float>());
+    return {dx, at::Tensor()};
+  }
+};
+
+bool fusable(const at::Tensor& x) { return x.device().is_cpu() && x.scalar_type() == at::kFloat; }
+
+}  // namespace
+
+uint64_t draw_seed() {
+  auto generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
+}
+
+void dropout_mask(uint64_t seed, double p, int64_t count, float* out) {
+  const auto threshold = static_cast<uint32_t>(p * double(1u << 24));
+  const auto scale = static_cast<float>(1.0 / (1.0 - p));
+  mask_kernel(static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), threshold, scale, 0,
+              count, out);
+}
+
+at::Tensor gelu_tanh(const at::Tensor& x) {
+  if (!fusable(x)) return at::gelu(x, "tanh");
+  return FusedGelu::apply(x);
+}
+
+at::Tensor dropout(const at::Tensor& x, double p, bool training) {
+  TORCH_CHECK(p >= 0 && p < 1, "dropout: p must be in [0, 1)");
+  if (!training || p == 0) return x;
+  if (!fusable(x)) return at::dropout(x, p, true);
+  return FusedDropout::apply(x, p);
+}
+
+}  // namespace induct::nn
