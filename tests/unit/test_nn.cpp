@@ -138,16 +138,38 @@ BOOST_AUTO_TEST_CASE(fused_attention_matches_libtorch_operations) {
   BOOST_TEST(!torch::allclose(f1[0], f[0], 1e-3, 1e-3));
 }
 
+BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
+  // Double takes LibTorch's operations, float the fused kernel; partial and full rotation, on a
+  // strided view as the attention block passes it.
+  for (int64_t rd : {4, 8}) {
+    auto tables = induct::nn::rotary_tables(rd, 16, 10000);
+    auto run = [&](torch::Dtype dtype) {
+      torch::manual_seed(8);
+      auto base = torch::randn({2, 7, 3, 8}, torch::kDouble).to(dtype).requires_grad_(true);
+      auto y = induct::nn::apply_rotary(base.permute({0, 2, 1, 3}), tables.cos, tables.sin);
+      auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+      (y * w).sum().backward();
+      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble), base.grad().to(torch::kDouble)};
+    };
+    auto f = run(torch::kFloat), d = run(torch::kDouble);
+    BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-6, "rotary_dim " << rd);
+    BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-6, "rotary_dim " << rd);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fused_gelu_matches_libtorch) {
   auto x = torch::linspace(-12, 12, 20001, torch::kDouble);
-  auto xf = x.to(torch::kFloat).requires_grad_(true);
-  auto xd = x.clone().requires_grad_(true);
-  auto yf = induct::nn::gelu_tanh(xf), yd = torch::gelu(xd, "tanh");
-  auto w = torch::linspace(-1, 1, x.numel(), torch::kDouble);
-  (yf * w.to(torch::kFloat)).sum().backward();
-  (yd * w).sum().backward();
-  BOOST_TEST((yf.detach().to(torch::kDouble) - yd.detach()).abs().max().item<double>() < 2e-6);
-  BOOST_TEST((xf.grad().to(torch::kDouble) - xd.grad()).abs().max().item<double>() < 2e-6);
+  for (bool exact : {false, true}) {
+    auto xf = x.to(torch::kFloat).requires_grad_(true);
+    auto xd = x.clone().requires_grad_(true);
+    auto yf = exact ? induct::nn::gelu(xf) : induct::nn::gelu_tanh(xf);
+    auto yd = exact ? torch::gelu(xd) : torch::gelu(xd, "tanh");
+    auto w = torch::linspace(-1, 1, x.numel(), torch::kDouble);
+    (yf * w.to(torch::kFloat)).sum().backward();
+    (yd * w).sum().backward();
+    BOOST_TEST((yf.detach().to(torch::kDouble) - yd.detach()).abs().max().item<double>() < 2e-6, exact);
+    BOOST_TEST((xf.grad().to(torch::kDouble) - xd.grad()).abs().max().item<double>() < 2e-6, exact);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {

@@ -18,20 +18,6 @@ RotaryTables rotary_tables(int64_t rotary_dim, int64_t max_length, double theta)
   return {angles.cos().to(torch::kFloat), angles.sin().to(torch::kFloat)};
 }
 
-torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos,
-                           const torch::Tensor& sin) {
-  const int64_t rd = cos.size(-1);
-  const int64_t T = x.size(-2);
-  auto c = cos.slice(0, 0, T).to(x.dtype());  // [T, rd]
-  auto s = sin.slice(0, 0, T).to(x.dtype());
-  auto rot = x.narrow(-1, 0, rd);             // [B, H, T, rd]
-  auto halves = rot.chunk(2, -1);
-  auto rotated = torch::cat({-halves[1], halves[0]}, -1);
-  auto out = rot * c + rotated * s;
-  if (rd == x.size(-1)) return out;
-  return torch::cat({out, x.narrow(-1, rd, x.size(-1) - rd)}, -1);
-}
-
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const AttentionOptions& options)
     : options_(options) {
   if (options.dim % options.heads != 0)

@@ -1,4 +1,5 @@
-// The fused causal attention core (induct/nn/attention.hpp: causal_attention).
+// The fused causal attention core and rotary embedding (induct/nn/attention.hpp:
+// causal_attention, apply_rotary).
 //
 // LibTorch's CPU bmm runs small batched products as one select + mm per batch entry: for the
 // [B * heads] tiny products of attention that was thousands of operations per training step
@@ -209,6 +210,73 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
   }
 };
 
+// Rotary on one [T, D] row block of a head: pairs (i, i + rd/2) of the first rd features
+// rotate by the tables' angles, the rest pass through. Backward is the inverse rotation.
+INDUCT_SIMD_CLONES void rotary_head(int64_t T, int64_t D, int64_t rd, const float* x, int64_t xt,
+                                    const float* cos, const float* sin, float* y, bool inverse) {
+  const int64_t half = rd / 2;
+  const float sign = inverse ? -1.0f : 1.0f;
+  for (int64_t t = 0; t < T; ++t) {
+    const float* xr = x + t * xt;
+    const float* c = cos + t * rd;
+    const float* s = sin + t * rd;
+    float* yr = y + t * D;
+#pragma omp simd
+    for (int64_t i = 0; i < half; ++i) {
+      const float x1 = xr[i], x2 = xr[i + half];
+      yr[i] = x1 * c[i] - sign * x2 * s[i];
+      yr[i + half] = x2 * c[i + half] + sign * x1 * s[i + half];
+    }
+    for (int64_t d = rd; d < D; ++d) yr[d] = xr[d];
+  }
+}
+
+class FusedRotary : public torch::autograd::Function<FusedRotary> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& cos, const at::Tensor& sin) {
+    ctx->saved_data["cos"] = cos;
+    ctx->saved_data["sin"] = sin;
+    return run(x, cos, sin, false);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto cos = ctx->saved_data["cos"].toTensor(), sin = ctx->saved_data["sin"].toTensor();
+    return {run(grads[0], cos, sin, true), at::Tensor(), at::Tensor()};
+  }
+
+ private:
+  // x: [B, H, T, D] (any strides); cos, sin: [T, rd] contiguous float.
+  static at::Tensor run(const at::Tensor& input, const at::Tensor& cos, const at::Tensor& sin,
+                        bool inverse) {
+    const auto x = input.stride(3) == 1 ? input : input.contiguous();
+    const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3), rd = cos.size(1);
+    auto y = at::empty({B, H, T, D}, x.options());
+    const Layout lx(x);
+    const float *xp = x.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
+    float* yp = y.data_ptr<float>();
+    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t bh = begin; bh < end; ++bh)
+        rotary_head(T, D, rd, xp + lx.at(bh / H, bh % H, 0), lx.t, cp, sp, yp + bh * T * D, inverse);
+    });
+    return y;
+  }
+};
+
+// The rotation as LibTorch operations (other devices and types).
+at::Tensor rotary_by_ops(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t rd = cos.size(-1);
+  const int64_t T = x.size(-2);
+  auto c = cos.slice(0, 0, T).to(x.dtype());  // [T, rd]
+  auto s = sin.slice(0, 0, T).to(x.dtype());
+  auto rot = x.narrow(-1, 0, rd);             // [B, H, T, rd]
+  auto halves = rot.chunk(2, -1);
+  auto rotated = at::cat({-halves[1], halves[0]}, -1);
+  auto out = rot * c + rotated * s;
+  if (rd == x.size(-1)) return out;
+  return at::cat({out, x.narrow(-1, rd, x.size(-1) - rd)}, -1);
+}
+
 // The same computation as LibTorch operations (CUDA, and the tests' reference).
 at::Tensor attention_by_ops(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             double dropout, bool training) {
@@ -222,6 +290,14 @@ at::Tensor attention_by_ops(const at::Tensor& q, const at::Tensor& k, const at::
 }
 
 }  // namespace
+
+at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t T = x.size(-2);
+  if (!(x.dim() == 4 && x.device().is_cpu() && x.scalar_type() == at::kFloat))
+    return rotary_by_ops(x, cos, sin);
+  return FusedRotary::apply(x, cos.slice(0, 0, T).to(at::kFloat).contiguous(),
+                            sin.slice(0, 0, T).to(at::kFloat).contiguous());
+}
 
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             double dropout, bool training, bool fused) {

@@ -35,13 +35,46 @@ INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy
   }
 }
 
+// Exact GELU x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun
+// 7.1.26 (absolute error below 1.5e-7) through the vectorisable exp.
+inline float erf_approx(float x) {
+  const float a = x < 0 ? -x : x;
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float e = 1.0f - p * t * simd::exp_approx(-a * a);
+  return x < 0 ? -e : e;
+}
+
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+INDUCT_SIMD_CLONES void gelu_erf_forward(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + erf_approx(x[i] * kInvSqrt2));
+}
+
+INDUCT_SIMD_CLONES void gelu_erf_backward(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float cdf = 0.5f * (1.0f + erf_approx(v * kInvSqrt2));
+    const float pdf = kInvSqrt2Pi * simd::exp_approx(-0.5f * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}
+
 class FusedGelu : public torch::autograd::Function<FusedGelu> {
  public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, bool exact) {
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
-    gelu_forward(xc.numel(), xc.data_ptr<float>(), y.data_ptr<float>());
+    (exact ? gelu_erf_forward : gelu_forward)(xc.numel(), xc.data_ptr<float>(), y.data_ptr<float>());
     ctx->save_for_backward({xc});
+    ctx->saved_data["exact"] = exact;
     return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -49,8 +82,9 @@ class FusedGelu : public torch::autograd::Function<FusedGelu> {
     const auto x = ctx->get_saved_variables()[0];
     const auto dy = grads[0].contiguous();
     auto dx = at::empty_like(x);
-    gelu_backward(x.numel(), x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>());
-    return {dx};
+    (ctx->saved_data["exact"].toBool() ? gelu_erf_backward : gelu_backward)(
+        x.numel(), x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>());
+    return {dx, at::Tensor()};
   }
 };
 
@@ -122,7 +156,12 @@ void dropout_mask(uint64_t seed, double p, int64_t count, float* out) {
 
 at::Tensor gelu_tanh(const at::Tensor& x) {
   if (!fusable(x)) return at::gelu(x, "tanh");
-  return FusedGelu::apply(x);
+  return FusedGelu::apply(x, false);
+}
+
+at::Tensor gelu(const at::Tensor& x) {
+  if (!fusable(x)) return at::gelu(x);
+  return FusedGelu::apply(x, true);
 }
 
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {

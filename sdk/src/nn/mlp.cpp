@@ -10,7 +10,7 @@ namespace induct::nn {
 torch::Tensor activate(const torch::Tensor& x, Activation activation) {
   switch (activation) {
     case Activation::kGeluTanh: return nn::gelu_tanh(x);
-    case Activation::kGelu: return torch::gelu(x);
+    case Activation::kGelu: return nn::gelu(x);
     case Activation::kSilu: return torch::silu(x);
   }
   return x;

@@ -1,4 +1,4 @@
-// Elementwise layers with fused CPU kernels: GELU (tanh approximation) and dropout.
+// Elementwise layers with fused CPU kernels: GELU (exact and tanh approximation) and dropout.
 #pragma once
 
 #include <torch/types.h>
@@ -11,6 +11,8 @@ namespace induct::nn {
 // float32 one vectorised pass forward and one backward (LibTorch 1.13's took about 4.5 ns per
 // element); elsewhere torch::gelu.
 torch::Tensor INDUCT_SDK_API gelu_tanh(const torch::Tensor& x);
+// x Phi(x) (exact, erf), as torch::gelu(x); fused on the CPU in float32 in the same way.
+torch::Tensor INDUCT_SDK_API gelu(const torch::Tensor& x);
 
 // Inverted dropout: when training, each element is zeroed with probability p and the others
 // scaled by 1 / (1 - p). On the CPU the mask is a counter-based hash of the element's index
