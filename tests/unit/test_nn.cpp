@@ -172,6 +172,29 @@ BOOST_AUTO_TEST_CASE(fused_gelu_matches_libtorch) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fused_swiglu_and_rms_norm_match_libtorch_operations) {
+  // Double takes LibTorch's operations, float the fused kernels: forward and every gradient.
+  auto run = [](torch::Dtype dtype) {
+    torch::manual_seed(12);
+    auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    std::vector<torch::Tensor> in{torch::randn({5, 3, 24}, opts) * 3, torch::randn({5, 3, 24}, opts),
+                                  torch::randn({24}, opts)};
+    for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+    auto y = induct::nn::rms_norm(induct::nn::swiglu(in[0], in[1]), in[2], 1e-5);
+    auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+    (y * w).sum().backward();
+    std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+    for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+    return out;
+  };
+  auto f = run(torch::kFloat), d = run(torch::kDouble);
+  const char* names[] = {"y", "dgate", "dup", "dweight"};
+  for (size_t i = 0; i < f.size(); ++i) {
+    const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
+    BOOST_TEST(error < 1e-5, names[i] << ": " << error);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {
   const double p = 0.3;
   auto x = torch::ones({1000, 1000}).requires_grad_(true);

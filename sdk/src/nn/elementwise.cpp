@@ -88,6 +88,107 @@ class FusedGelu : public torch::autograd::Function<FusedGelu> {
   }
 };
 
+INDUCT_SIMD_CLONES void swiglu_forward(int64_t n, const float* g, const float* u, float* h) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) h[i] = g[i] * simd::sigmoid_approx(g[i]) * u[i];
+}
+
+INDUCT_SIMD_CLONES void swiglu_backward(int64_t n, const float* g, const float* u, const float* dh,
+                                        float* dg, float* du) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = simd::sigmoid_approx(g[i]);
+    du[i] = dh[i] * g[i] * s;
+    dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+  }
+}
+
+class FusedSwiGlu : public torch::autograd::Function<FusedSwiGlu> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& gate,
+                            const at::Tensor& up) {
+    auto g = gate.contiguous(), u = up.contiguous();
+    auto h = at::empty_like(g);
+    swiglu_forward(g.numel(), g.data_ptr<float>(), u.data_ptr<float>(), h.data_ptr<float>());
+    ctx->save_for_backward({g, u});
+    return h;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto dh = grads[0].contiguous();
+    auto dg = at::empty_like(saved[0]), du = at::empty_like(saved[1]);
+    swiglu_backward(dh.numel(), saved[0].data_ptr<float>(), saved[1].data_ptr<float>(),
+                    dh.data_ptr<float>(), dg.data_ptr<float>(), du.data_ptr<float>());
+    return {dg, du};
+  }
+};
+
+// RMSNorm rows of n features. Forward keeps r = 1 / sqrt(mean(x^2) + eps) per row; backward,
+// with g = dy * w: dx = r g - x r^3 (g . x) / n, and dw += dy x r.
+INDUCT_SIMD_CLONES void rms_forward(int64_t rows, int64_t n, float eps, const float* x,
+                                    const float* w, float* y, float* r) {
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * n;
+    float* yr = y + row * n;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += xr[i] * xr[i];
+    const float rr = 1.0f / std::sqrt(sum / static_cast<float>(n) + eps);
+    r[row] = rr;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * rr * w[i];
+  }
+}
+
+INDUCT_SIMD_CLONES void rms_backward(int64_t rows, int64_t n, const float* x, const float* w,
+                                     const float* r, const float* dy, float* dx, float* dw) {
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * n;
+    const float* dyr = dy + row * n;
+    float* dxr = dx + row * n;
+    const float rr = r[row];
+    float dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t i = 0; i < n; ++i) dot += dyr[i] * w[i] * xr[i];
+    const float k = rr * rr * rr * dot / static_cast<float>(n);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      dxr[i] = rr * dyr[i] * w[i] - k * xr[i];
+      dw[i] += dyr[i] * xr[i] * rr;
+    }
+  }
+}
+
+class FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& weight, double eps) {
+    const auto x = input.contiguous();
+    const int64_t n = x.size(-1), rows = x.numel() / n;
+    auto y = at::empty_like(x);
+    auto r = at::empty({rows}, x.options());
+    rms_forward(rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
+                y.data_ptr<float>(), r.data_ptr<float>());
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["r"] = r;
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &w = saved[1];
+    const auto r = ctx->saved_data["r"].toTensor();
+    const auto dy = grads[0].contiguous();
+    const int64_t n = x.size(-1), rows = x.numel() / n;
+    auto dx = at::empty_like(x);
+    auto dw = at::zeros_like(w);
+    rms_backward(rows, n, x.data_ptr<float>(), w.data_ptr<float>(), r.data_ptr<float>(),
+                 dy.data_ptr<float>(), dx.data_ptr<float>(), dw.data_ptr<float>());
+    return {dx, dw, at::Tensor()};
+  }
+};
+
 // murmur3's 32-bit finaliser: a bijection that mixes every input bit into every output bit.
 inline uint32_t mix(uint32_t x) {
   x ^= x >> 16;
@@ -162,6 +263,17 @@ at::Tensor gelu_tanh(const at::Tensor& x) {
 at::Tensor gelu(const at::Tensor& x) {
   if (!fusable(x)) return at::gelu(x);
   return FusedGelu::apply(x, true);
+}
+
+at::Tensor swiglu(const at::Tensor& gate, const at::Tensor& up) {
+  if (!fusable(gate) || !fusable(up) || gate.sizes() != up.sizes()) return at::silu(gate) * up;
+  return FusedSwiGlu::apply(gate, up);
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (!fusable(x) || !fusable(weight) || !weight.is_contiguous())
+    return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
+  return FusedRmsNorm::apply(x, weight, eps);
 }
 
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {

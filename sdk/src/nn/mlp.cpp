@@ -35,7 +35,7 @@ SwiGluImpl::SwiGluImpl(int64_t dim, int64_t hidden) {
 }
 
 torch::Tensor SwiGluImpl::forward(const torch::Tensor& x) {
-  return down(torch::silu(gate(x)) * up(x));
+  return down(nn::swiglu(gate(x), up(x)));
 }
 
 }  // namespace induct::nn

@@ -1,5 +1,7 @@
 #include "induct/nn/norms.hpp"
 
+#include "induct/nn/elementwise.hpp"
+
 namespace induct::nn {
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
@@ -7,7 +9,7 @@ RMSNormImpl::RMSNormImpl(int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  return x * torch::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_) * weight;
+  return rms_norm(x, weight, eps_);
 }
 
 }  // namespace induct::nn

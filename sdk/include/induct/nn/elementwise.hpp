@@ -1,4 +1,5 @@
-// Elementwise layers with fused CPU kernels: GELU (exact and tanh approximation) and dropout.
+// Elementwise and per-row layers with fused CPU kernels: GELU (exact and tanh approximation),
+// the SwiGLU product, RMSNorm and dropout.
 #pragma once
 
 #include <torch/types.h>
@@ -13,6 +14,13 @@ namespace induct::nn {
 torch::Tensor INDUCT_SDK_API gelu_tanh(const torch::Tensor& x);
 // x Phi(x) (exact, erf), as torch::gelu(x); fused on the CPU in float32 in the same way.
 torch::Tensor INDUCT_SDK_API gelu(const torch::Tensor& x);
+
+// silu(gate) * up (the SwiGLU product); fused on the CPU in float32, forward and backward.
+torch::Tensor INDUCT_SDK_API swiglu(const torch::Tensor& gate, const torch::Tensor& up);
+
+// x / sqrt(mean(x^2 over the last dimension) + eps) * weight; fused on the CPU in float32 (one
+// pass per row each way), elsewhere LibTorch operations.
+torch::Tensor INDUCT_SDK_API rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 // Inverted dropout: when training, each element is zeroed with probability p and the others
 // scaled by 1 / (1 - p). On the CPU the mask is a counter-based hash of the element's index
