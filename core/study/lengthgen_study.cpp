@@ -60,9 +60,8 @@ int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     value["best_loss"] = yaml::exact(result.best_loss);
     value["states"] = cell.num_states;
     value["report_length"] = static_cast<int>(std::lround(config.lengthgen.report_multiple * cell.cell.L));
-    std::string line = context + ": lr=" + format_number(spec.lr, 3) + " seed=" +
-                       std::to_string(spec.seed) + " (" + to_string(result.status) + ")";
-    row.push_back("lr=" + format_number(spec.lr, 3) + " seed=" + std::to_string(spec.seed));
+    std::string line = context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
+    row.push_back(spec.configuration());
     row.push_back(to_string(result.status));
     for (const LengthMetrics& m : result.generalization) {
       const double normalized = normalized_accuracy(m.final_accuracy, cell.num_states);

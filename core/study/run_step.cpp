@@ -41,15 +41,12 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
   std::map<size_t, Live> live;
   size_t done = 0;
   double best = std::numeric_limits<double>::infinity();
-  auto label = [&](size_t i) {
-    return "lr=" + format_number(pending[i].lr, 3) + " seed=" + std::to_string(pending[i].seed);
-  };
   auto show = [&] {
     std::string line = context + " | " + std::to_string(done) + "/" + std::to_string(pending.size()) +
                        " trials";
     if (std::isfinite(best)) line += ", best loss " + format_number(best, 3);
     for (const auto& [i, state] : live)
-      line += " | " + label(i) + " step " + std::to_string(state.step);
+      line += " | " + pending[i].configuration() + " step " + std::to_string(state.step);
     line += " | " + format_duration(run.progress.elapsed());
     run.progress.status(line);
   };
@@ -76,7 +73,7 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
     if (std::isfinite(result.best_loss)) best = std::min(best, result.best_loss);
     if (result.status == TrialStatus::kError) {
       ++step.errors;
-      run.progress.log(context + " | " + label(i) + ": error: " + result.error);
+      run.progress.log(context + " | " + pending[i].configuration() + ": error: " + result.error);
     }
     step.success = step.success || result.succeeded();
     show();

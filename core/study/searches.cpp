@@ -184,7 +184,7 @@ class Searches final : public TrialSource {
     std::vector<size_t> cancel;
     if (result.status == TrialStatus::kError) {
       ++step.errors;
-      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + " " + label(slot) +
+      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + " " + slot.trial.configuration() +
                         ": error: " + result.error);
     }
     if (!step.decided) {  // a late result of a cancelled step says little about the order
@@ -213,10 +213,6 @@ class Searches final : public TrialSource {
     Step* step = nullptr;
     size_t slot = 0;
   };
-
-  std::string label(const Slot& slot) const {
-    return "lr=" + format_number(slot.trial.lr, 3) + " seed=" + std::to_string(slot.trial.seed);
-  }
 
   void learn(CellSearch& s, size_t config, int step_number, const TrialResult& result) {
     if (result.succeeded()) s.ranks[config] = Rank{step_number};
@@ -321,7 +317,7 @@ class Searches final : public TrialSource {
       const Slot& slot = ref.step->slots[ref.slot];
       line += " | cell " + std::to_string(ref.search->index + 1) + " step " +
               std::to_string(ref.step->number) + " N=" + std::to_string(ref.step->n) + " " +
-              label(slot) + " at " + std::to_string(slot.live_step);
+              slot.trial.configuration() + " at " + std::to_string(slot.live_step);
       if (std::isfinite(slot.live_best)) line += " loss " + format_number(slot.live_best, 3);
     }
     line += " | " + format_duration(run_.progress.elapsed());

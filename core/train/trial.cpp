@@ -62,6 +62,10 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
   return options.empty() ? label : label + "(" + options + ")";
 }
 
+std::string TrialSpec::configuration() const {
+  return "lr=" + format_number(lr, 3) + " seed=" + std::to_string(seed);
+}
+
 std::string describe_detector(const TrainSettings& t) {
   if (t.stall_window <= 0) return "none";
   std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +

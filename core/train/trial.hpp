@@ -49,6 +49,8 @@ struct TrialSpec {
   // The store key: a hash of everything that decides the result (not device or paths).
   std::string key() const;
   YAML::Node identity() const;
+  // "lr=0.001 seed=10": the configuration of the grid, as progress lines and tables name it.
+  std::string configuration() const;
 };
 
 struct LengthMetrics {

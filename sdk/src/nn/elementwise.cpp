@@ -201,11 +201,11 @@ inline uint32_t mix(uint32_t x) {
 
 // Element i is kept when the top 24 bits of its hash, as a fraction, reach p.
 INDUCT_SIMD_CLONES void mask_kernel(uint32_t lo, uint32_t hi, uint32_t threshold, float scale,
-                                    int64_t begin, int64_t end, float* out) {
+                                    int64_t count, float* out) {
 #pragma omp simd
-  for (int64_t i = begin; i < end; ++i) {
+  for (int64_t i = 0; i < count; ++i) {
     const uint32_t h = mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
-    out[i - begin] = (h >> 8) >= threshold ? scale : 0.0f;
+    out[i] = (h >> 8) >= threshold ? scale : 0.0f;
   }
 }
 
@@ -251,7 +251,7 @@ uint64_t draw_seed() {
 void dropout_mask(uint64_t seed, double p, int64_t count, float* out) {
   const auto threshold = static_cast<uint32_t>(p * double(1u << 24));
   const auto scale = static_cast<float>(1.0 / (1.0 - p));
-  mask_kernel(static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), threshold, scale, 0,
+  mask_kernel(static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), threshold, scale,
               count, out);
 }
 
