@@ -107,9 +107,10 @@ BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {
 namespace {
 // Output and gradients of q, k, v for fixed upstream weights. q, k and v are strided views of
 // one [B, T, 3, H, D] tensor, as the attention block makes them.
-std::vector<torch::Tensor> attention_run(torch::Dtype dtype, bool fused, double dropout) {
+std::vector<torch::Tensor> attention_run(torch::Dtype dtype, bool fused, double dropout,
+                                         int64_t T = 7, int64_t D = 5) {
   torch::manual_seed(3);
-  const int64_t B = 2, T = 7, H = 3, D = 5;
+  const int64_t B = 2, H = 3;
   auto qkv = (torch::randn({B, T, 3, H, D}, torch::kDouble) * 2).to(dtype).requires_grad_(true);
   auto parts = qkv.permute({2, 0, 3, 1, 4}).unbind(0);
   torch::manual_seed(4);  // the dropout draws
@@ -136,6 +137,15 @@ BOOST_AUTO_TEST_CASE(fused_attention_matches_libtorch_operations) {
   auto f1 = attention_run(torch::kFloat, true, 0.3), f2 = attention_run(torch::kFloat, true, 0.3);
   BOOST_TEST(torch::equal(f1[0], f2[0]));
   BOOST_TEST(!torch::allclose(f1[0], f[0], 1e-3, 1e-3));
+  // Sizes past one vector (16 floats, 8 doubles) and past one block of rows, in both dimensions.
+  for (auto [T, D] : {std::pair<int64_t, int64_t>{37, 20}, {16, 32}, {1, 3}}) {
+    auto fd = attention_run(torch::kDouble, true, 0.2, T, D), od = attention_run(torch::kDouble, false, 0.2, T, D);
+    BOOST_TEST(torch::allclose(fd[0], od[0], 1e-10, 1e-12), "y, T " << T << " D " << D);
+    BOOST_TEST(torch::allclose(fd[1], od[1], 1e-10, 1e-12), "dqkv, T " << T << " D " << D);
+    auto ff = attention_run(torch::kFloat, true, 0.0, T, D), df = attention_run(torch::kDouble, false, 0.0, T, D);
+    BOOST_TEST((ff[0] - df[0]).abs().max().item<double>() < 1e-5, "T " << T << " D " << D);
+    BOOST_TEST((ff[1] - df[1]).abs().max().item<double>() < 1e-5, "T " << T << " D " << D);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {

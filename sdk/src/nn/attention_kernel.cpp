@@ -4,13 +4,14 @@
 // LibTorch's CPU bmm runs small batched products as one select + mm per batch entry: for the
 // [B * heads] tiny products of attention that was thousands of operations per training step
 // (at d_model 64, 2 layers, 10 tokens: about 9,000 selects per step, most of the step). Here
-// each (batch, head) is one pass of plain loops over the causal triangle, vectorised along the
-// head dimension, forward and backward.
+// each (batch, head) is one pass over its causal triangle, forward and backward, in small
+// register-blocked products on per-head copies of its operands.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -30,111 +31,216 @@ struct Layout {
   int64_t at(int64_t bi, int64_t hi, int64_t ti) const { return bi * b + hi * h + ti * t; }
 };
 
-template <typename scalar_t>
-inline scalar_t dot(const scalar_t* a, const scalar_t* b, int64_t n) {
-  scalar_t s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
-  return s;
+// One (batch, head) is a handful of tiny matrix products (T x T x D, with D the head size, 16
+// or 32 in the small models) around a softmax. Dot products along D (a horizontal sum per
+// (query, key) pair) and row updates through memory (a store-to-load chain per key) made the
+// first version of these loops run at a few GFLOP/s. Here every product keeps its
+// accumulators in vector registers (GCC's generic vectors of 64 bytes: one AVX-512 register,
+// two AVX2 ones), runs along a contiguous, zero-padded dimension of a per-head copy of its
+// operands, and works on kRows rows at once so that the FMA chains overlap.
+// (The vectors never cross a call that is not inlined, so the ABI note GCC gives for 64-byte
+// vectors in the clones without AVX-512 does not apply.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <typename S>
+struct Vec {
+  typedef S type __attribute__((vector_size(64)));
+  typedef S unaligned __attribute__((vector_size(64), aligned(sizeof(S)), may_alias));
+  static constexpr int64_t lanes = 64 / sizeof(S);
+  static type load(const S* p) { return *reinterpret_cast<const unaligned*>(p); }
+  static void store(S* p, type v) { *reinterpret_cast<unaligned*>(p) = v; }
+  static type zero() { return type{}; }
+};
+
+constexpr int64_t kRows = 4;
+
+inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// C[r, :n] = sum_k A[r, k] * B[k, :] for rows r0 <= r < r0 + kRows (rows >= rows_end are
+// skipped), k < k_end(r0) shared by the block; A row-major with stride lda, B [k, ld] padded
+// to whole vectors, C stride ldc; only the first `n` columns of C are written.
+template <typename S>
+__attribute__((always_inline)) inline void block_product(int64_t r0, int64_t rows_end, int64_t k_begin,
+                                                         int64_t k_end, const S* a, int64_t lda,
+                                                         const S* b, int64_t ldb, int64_t n, S* c,
+                                                         int64_t ldc, S alpha) {
+  using V = Vec<S>;
+  const int64_t rows = std::min(kRows, rows_end - r0);
+  for (int64_t c0 = 0; c0 < n; c0 += V::lanes) {
+    typename V::type acc[kRows];
+    for (int64_t r = 0; r < kRows; ++r) acc[r] = V::zero();
+    for (int64_t k = k_begin; k < k_end; ++k) {
+      const auto bk = V::load(b + k * ldb + c0);
+      for (int64_t r = 0; r < kRows; ++r)
+        acc[r] += a[(r0 + (r < rows ? r : 0)) * lda + k] * bk;
+    }
+    const int64_t width = std::min(V::lanes, n - c0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto out = acc[r] * alpha;
+      if (width == V::lanes) {
+        V::store(c + (r0 + r) * ldc + c0, out);
+      } else {
+        for (int64_t l = 0; l < width; ++l) c[(r0 + r) * ldc + c0 + l] = out[l];
+      }
+    }
+  }
 }
 
-template <typename scalar_t>
-inline void axpy(scalar_t alpha, const scalar_t* x, scalar_t* y, int64_t n) {
-#pragma omp simd
-  for (int64_t d = 0; d < n; ++d) y[d] += alpha * x[d];
-}
+// Per-thread copies of one head's operands, padded to whole vectors.
+template <typename S>
+struct HeadBuffers {
+  int64_t T, D, Tp, Dp;
+  std::vector<S> a, b, c, d, e, f;
+  HeadBuffers(int64_t T_, int64_t D_) : T(T_), D(D_) {
+    Tp = round_up(T, Vec<S>::lanes);
+    Dp = round_up(D, Vec<S>::lanes);
+  }
+  // rows [T][Dp] from a strided source, zero-padded
+  static void rows(std::vector<S>& dst, const S* src, int64_t st, int64_t T, int64_t D, int64_t Dp) {
+    dst.assign(static_cast<size_t>(T * Dp), S(0));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) dst[t * Dp + d] = src[t * st + d];
+  }
+  // transposed [D][Tp] from a strided source, zero-padded
+  static void columns(std::vector<S>& dst, const S* src, int64_t st, int64_t T, int64_t D, int64_t Tp) {
+    dst.assign(static_cast<size_t>(D * Tp), S(0));
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) dst[d * Tp + t] = src[t * st + d];
+  }
+};
 
 // One (batch, head). p: [T, T] softmax weights out (0 above the diagonal); drop: [T, T] kept
-// mask scaled by 1 / (1 - p), or null; y: rows of the output, stride y_t.
-template <typename scalar_t>
-__attribute__((always_inline)) inline void forward_head(int64_t T, int64_t D, scalar_t scale, const scalar_t* q,
-                                     const scalar_t* k, const scalar_t* v, int64_t qt, int64_t kt,
-                                     int64_t vt, const scalar_t* drop, scalar_t* p, scalar_t* y,
-                                     int64_t yt) {
-  for (int64_t i = 0; i < T; ++i) {
-    scalar_t* row = p + i * T;
-    scalar_t m = -std::numeric_limits<scalar_t>::infinity();
-    for (int64_t j = 0; j <= i; ++j) {
-      row[j] = dot(q + i * qt, k + j * kt, D) * scale;
-      m = row[j] > m ? row[j] : m;
-    }
-    scalar_t sum = 0;
+// mask scaled by 1 / (1 - p), or null; y: rows of the output, stride yt.
+template <typename S>
+__attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S scale, const S* q,
+                                                        const S* k, const S* v, int64_t qt,
+                                                        int64_t kt, int64_t vt, const S* drop,
+                                                        S* p, S* y, int64_t yt) {
+  const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
+  HeadBuffers<S>::columns(w.a, k, kt, T, D, Tp);  // K^T [D][Tp]
+  HeadBuffers<S>::rows(w.b, v, vt, T, D, Dp);     // V [T][Dp]
+  w.c.assign(static_cast<size_t>(T * Tp), S(0));  // scores, then weights (with dropout) [T][Tp]
+  S* s = w.c.data();
+  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+    const int64_t keys = std::min(i0 + kRows, T);  // keys any row of the block sees
+    block_product<S>(i0, T, 0, D, q, qt, w.a.data(), Tp, keys, s, Tp, scale);
+    for (int64_t i = i0; i < keys; ++i) {
+      S* row = s + i * Tp;
+      S m = row[0];
+      for (int64_t j = 1; j <= i; ++j) m = row[j] > m ? row[j] : m;
+      S sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j <= i; ++j) {
-      row[j] = simd::exp_approx(row[j] - m);
-      sum += row[j];
+      for (int64_t j = 0; j <= i; ++j) {
+        row[j] = simd::exp_approx(row[j] - m);
+        sum += row[j];
+      }
+      const S inv = S(1) / sum;
+      S* pi = p + i * T;
+#pragma omp simd
+      for (int64_t j = 0; j <= i; ++j) {
+        row[j] *= inv;
+        pi[j] = row[j];
+      }
+      for (int64_t j = i + 1; j < T; ++j) pi[j] = 0;
+      for (int64_t j = i + 1; j < keys; ++j) row[j] = 0;  // the block's product wrote these
+      if (drop) {
+        const S* di = drop + i * T;
+#pragma omp simd
+        for (int64_t j = 0; j <= i; ++j) row[j] *= di[j];
+      }
     }
-    const scalar_t inv = scalar_t(1) / sum;
-    for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
-    for (int64_t j = i + 1; j < T; ++j) row[j] = 0;
-    scalar_t* yi = y + i * yt;
-    for (int64_t d = 0; d < D; ++d) yi[d] = 0;
-    for (int64_t j = 0; j <= i; ++j) axpy(drop ? row[j] * drop[i * T + j] : row[j], v + j * vt, yi, D);
+    // Y rows of the block = weights x V over the keys the block sees (zeros past each diagonal)
+    block_product<S>(i0, T, 0, keys, s, Tp, w.b.data(), Dp, D, y, yt, S(1));
   }
 }
 
-// One (batch, head) backward: dq, dk, dv ([T, D] contiguous, zeroed) from dy (stride dyt).
-template <typename scalar_t>
-__attribute__((always_inline)) inline void backward_head(int64_t T, int64_t D, scalar_t scale, const scalar_t* q,
-                                      const scalar_t* k, const scalar_t* v, int64_t qt, int64_t kt,
-                                      int64_t vt, const scalar_t* drop, const scalar_t* p,
-                                      const scalar_t* dy, int64_t dyt, scalar_t* dq, scalar_t* dk,
-                                      scalar_t* dv, scalar_t* dp) {
-  for (int64_t i = 0; i < T; ++i) {
-    const scalar_t* row = p + i * T;
-    const scalar_t* dyi = dy + i * dyt;
-    // dP (through the dropout mask) and dV.
-    scalar_t rowdot = 0;
-    for (int64_t j = 0; j <= i; ++j) {
-      const scalar_t keep = drop ? drop[i * T + j] : scalar_t(1);
-      axpy(row[j] * keep, dyi, dv + j * D, D);
-      dp[j] = dot(dyi, v + j * vt, D) * keep;
-      rowdot += dp[j] * row[j];
-    }
-    // dS = P (dP - rowdot), then dQ and dK.
-    for (int64_t j = 0; j <= i; ++j) {
-      const scalar_t ds = row[j] * (dp[j] - rowdot) * scale;
-      axpy(ds, k + j * kt, dq + i * D, D);
-      axpy(ds, q + i * qt, dk + j * D, D);
+// One (batch, head) backward: dq, dk, dv ([T, D] contiguous, every element written) from dy
+// (stride dyt) and the forward's weights p.
+template <typename S>
+__attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S scale, const S* q,
+                                                         const S* k, const S* v, int64_t qt,
+                                                         int64_t kt, int64_t vt, const S* drop,
+                                                         const S* p, const S* dy, int64_t dyt,
+                                                         S* dq, S* dk, S* dv) {
+  const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
+  HeadBuffers<S>::columns(w.a, v, vt, T, D, Tp);  // V^T [D][Tp]
+  w.b.assign(static_cast<size_t>(T * Tp), S(0));  // dS, then transposed below [T][Tp]
+  w.c.assign(static_cast<size_t>(T * Tp), S(0));  // weights with dropout [T][Tp]
+  S *ds = w.b.data(), *pd = w.c.data();
+  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+    const int64_t keys = std::min(i0 + kRows, T);
+    block_product<S>(i0, T, 0, D, dy, dyt, w.a.data(), Tp, keys, ds, Tp, S(1));  // dy V^T
+    for (int64_t i = i0; i < keys; ++i) {
+      S* row = ds + i * Tp;
+      S* pdi = pd + i * Tp;
+      const S* pi = p + i * T;
+      const S* di = drop ? drop + i * T : nullptr;
+      S rowdot = 0;
+#pragma omp simd reduction(+ : rowdot)
+      for (int64_t j = 0; j <= i; ++j) {
+        const S keep = di ? di[j] : S(1);
+        row[j] *= keep;  // dP through the dropout mask
+        pdi[j] = pi[j] * keep;
+        rowdot += row[j] * pi[j];
+      }
+#pragma omp simd
+      for (int64_t j = 0; j <= i; ++j) row[j] = pi[j] * (row[j] - rowdot) * scale;
+      for (int64_t j = i + 1; j < keys; ++j) row[j] = 0;
     }
   }
+  // dQ = dS K
+  HeadBuffers<S>::rows(w.d, k, kt, T, D, Dp);
+  for (int64_t i0 = 0; i0 < T; i0 += kRows)
+    block_product<S>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, D, dq, D, S(1));
+  // dK = dS^T Q and dV = P^T dY, from the transposed [T][Tp] copies (row j: column j; zero
+  // before the diagonal, so each block starts at its first row).
+  auto transpose = [&](const S* src, std::vector<S>& dst) {
+    dst.assign(static_cast<size_t>(T * Tp), S(0));
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j <= i; ++j) dst[j * Tp + i] = src[i * Tp + j];
+  };
+  HeadBuffers<S>::rows(w.d, q, qt, T, D, Dp);
+  transpose(ds, w.e);
+  for (int64_t j0 = 0; j0 < T; j0 += kRows)
+    block_product<S>(j0, T, j0, T, w.e.data(), Tp, w.d.data(), Dp, D, dk, D, S(1));
+  HeadBuffers<S>::rows(w.d, dy, dyt, T, D, Dp);
+  transpose(pd, w.f);
+  for (int64_t j0 = 0; j0 < T; j0 += kRows)
+    block_product<S>(j0, T, j0, T, w.f.data(), Tp, w.d.data(), Dp, D, dv, D, S(1));
 }
 
 // The float kernels, compiled for each vector width (target_clones does not apply to templates).
-INDUCT_SIMD_CLONES void forward_head_float(int64_t T, int64_t D, float scale, const float* q,
+INDUCT_SIMD_CLONES void forward_head_float(HeadBuffers<float>& w, float scale, const float* q,
                                            const float* k, const float* v, int64_t qt, int64_t kt,
                                            int64_t vt, const float* drop, float* p, float* y,
                                            int64_t yt) {
-  forward_head<float>(T, D, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
+  forward_head<float>(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
 }
 
-INDUCT_SIMD_CLONES void backward_head_float(int64_t T, int64_t D, float scale, const float* q,
+INDUCT_SIMD_CLONES void backward_head_float(HeadBuffers<float>& w, float scale, const float* q,
                                             const float* k, const float* v, int64_t qt, int64_t kt,
                                             int64_t vt, const float* drop, const float* p,
                                             const float* dy, int64_t dyt, float* dq, float* dk,
-                                            float* dv, float* dp) {
-  backward_head<float>(T, D, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv, dp);
+                                            float* dv) {
+  backward_head<float>(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
 }
 
-template <typename scalar_t>
-void forward_head_any(int64_t T, int64_t D, scalar_t scale, const scalar_t* q, const scalar_t* k,
-                      const scalar_t* v, int64_t qt, int64_t kt, int64_t vt, const scalar_t* drop,
-                      scalar_t* p, scalar_t* y, int64_t yt) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    forward_head_float(T, D, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
+template <typename S>
+void forward_head_any(HeadBuffers<S>& w, S scale, const S* q, const S* k, const S* v, int64_t qt,
+                      int64_t kt, int64_t vt, const S* drop, S* p, S* y, int64_t yt) {
+  if constexpr (std::is_same_v<S, float>)
+    forward_head_float(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
   else
-    forward_head<scalar_t>(T, D, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
+    forward_head<S>(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
 }
 
-template <typename scalar_t>
-void backward_head_any(int64_t T, int64_t D, scalar_t scale, const scalar_t* q, const scalar_t* k,
-                       const scalar_t* v, int64_t qt, int64_t kt, int64_t vt, const scalar_t* drop,
-                       const scalar_t* p, const scalar_t* dy, int64_t dyt, scalar_t* dq,
-                       scalar_t* dk, scalar_t* dv, scalar_t* dp) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    backward_head_float(T, D, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv, dp);
+template <typename S>
+void backward_head_any(HeadBuffers<S>& w, S scale, const S* q, const S* k, const S* v, int64_t qt,
+                       int64_t kt, int64_t vt, const S* drop, const S* p, const S* dy,
+                       int64_t dyt, S* dq, S* dk, S* dv) {
+  if constexpr (std::is_same_v<S, float>)
+    backward_head_float(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
   else
-    backward_head<scalar_t>(T, D, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv, dp);
+    backward_head<S>(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
 }
 
 class FusedAttention : public torch::autograd::Function<FusedAttention> {
@@ -160,12 +266,13 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
       const scalar_t* dp = drop.defined() ? drop.data_ptr<scalar_t>() : nullptr;
       scalar_t *pp = p.data_ptr<scalar_t>(), *yp = y.data_ptr<scalar_t>();
       at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+        HeadBuffers<scalar_t> buffers(T, D);
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
-          forward_head_any<scalar_t>(T, D, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
-                                 vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                 dp ? dp + bh * T * T : nullptr, pp + bh * T * T,
-                                 yp + b * T * H * D + h * D, H * D);
+          forward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
+                                     vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
+                                     dp ? dp + bh * T * T : nullptr, pp + bh * T * T,
+                                     yp + b * T * H * D + h * D, H * D);
         }
       });
     });
@@ -184,9 +291,9 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     const at::Tensor drop = drop_value.isTensor() ? drop_value.toTensor() : at::Tensor();
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
     const auto dy = grads[0].contiguous();  // [B, T, H * D]
-    auto dq = at::zeros({B, H, T, D}, q.options());
-    auto dk = at::zeros({B, H, T, D}, q.options());
-    auto dv = at::zeros({B, H, T, D}, q.options());
+    auto dq = at::empty({B, H, T, D}, q.options());
+    auto dk = at::empty({B, H, T, D}, q.options());
+    auto dv = at::empty({B, H, T, D}, q.options());
     const Layout lq(q), lk(k), lv(v);
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "causal_attention_backward", [&] {
       const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
@@ -195,21 +302,20 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
       const scalar_t *pp = p.data_ptr<scalar_t>(), *dyp = dy.data_ptr<scalar_t>();
       scalar_t *dqp = dq.data_ptr<scalar_t>(), *dkp = dk.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
       at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        std::vector<scalar_t> row(static_cast<size_t>(T));
+        HeadBuffers<scalar_t> buffers(T, D);
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
-          backward_head_any<scalar_t>(T, D, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
-                                  vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                  dropp ? dropp + bh * T * T : nullptr, pp + bh * T * T,
-                                  dyp + b * T * H * D + h * D, H * D, dqp + bh * T * D,
-                                  dkp + bh * T * D, dvp + bh * T * D, row.data());
+          backward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
+                                      vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
+                                      dropp ? dropp + bh * T * T : nullptr, pp + bh * T * T,
+                                      dyp + b * T * H * D + h * D, H * D, dqp + bh * T * D,
+                                      dkp + bh * T * D, dvp + bh * T * D);
         }
       });
     });
     return {dq, dk, dv, at::Tensor(), at::Tensor()};
   }
 };
-
 // Rotary on one [T, D] row block of a head: pairs (i, i + rd/2) of the first rd features
 // rotate by the tables' angles, the rest pass through. Backward is the inverse rotation.
 INDUCT_SIMD_CLONES void rotary_head(int64_t T, int64_t D, int64_t rd, const float* x, int64_t xt,
