@@ -32,12 +32,16 @@ struct Layout {
 };
 
 // One (batch, head) is a handful of tiny matrix products (T x T x D, with D the head size, 16
-// or 32 in the small models) around a softmax. Dot products along D (a horizontal sum per
-// (query, key) pair) and row updates through memory (a store-to-load chain per key) made the
-// first version of these loops run at a few GFLOP/s. Here every product keeps its
-// accumulators in vector registers (GCC's generic vectors of 64 bytes: one AVX-512 register,
-// two AVX2 ones), runs along a contiguous, zero-padded dimension of a per-head copy of its
-// operands, and works on kRows rows at once so that the FMA chains overlap.
+// or 32 in the small models) around a softmax. Dot products along D and softmax sums along a
+// query's row end in a horizontal sum per row or pair (GCC spills such sums to the stack and
+// adds them one by one), and row updates through memory chain stores to loads: the first
+// version of these loops ran at a few GFLOP/s. Here the scores are kept key-major (S^T: one
+// row per key, the queries along it), so that the softmax of 16 queries at once is vertical
+// vector arithmetic over the keys; every product keeps its accumulators in vector registers
+// (GCC's generic vectors of 64 bytes: one AVX-512 register, two AVX2 ones), runs along a
+// contiguous dimension of a zero-padded per-head copy of its operands, and works on kRows rows
+// at once so that the FMA chains overlap.
+//
 // (The vectors never cross a call that is not inlined, so the ABI note GCC gives for 64-byte
 // vectors in the clones without AVX-512 does not apply.)
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -55,23 +59,35 @@ constexpr int64_t kRows = 4;
 
 inline int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-// C[r, :n] = sum_k A[r, k] * B[k, :] for rows r0 <= r < r0 + kRows (rows >= rows_end are
-// skipped), k < k_end(r0) shared by the block; A row-major with stride lda, B [k, ld] padded
-// to whole vectors, C stride ldc; only the first `n` columns of C are written.
+// The rows of a head are scattered (a row of [B, T, 3, heads, D] per token): fetching the next
+// head's while this one computes hides the cache misses that otherwise stall its first pass.
 template <typename S>
+inline void prefetch_rows(const S* x, int64_t stride, int64_t T, int64_t D) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t d = 0; d < D; d += 64 / static_cast<int64_t>(sizeof(S)))
+      __builtin_prefetch(x + t * stride + d);
+}
+
+// C[r, c] = alpha sum_k A[r, k] B[k, c] for the rows r0 <= r < min(r0 + kRows, rows_end),
+// k_begin <= k < k_end shared by the block, and the columns c_begin <= c < n (c_begin a whole
+// number of vectors). A is row-major with stride lda, or, with a_columns, column-major
+// (A[r, k] at a[k * lda + r]); B is [k][ldb], padded to whole vectors; C has stride ldc.
+template <typename S, bool a_columns = false>
 __attribute__((always_inline)) inline void block_product(int64_t r0, int64_t rows_end, int64_t k_begin,
                                                          int64_t k_end, const S* a, int64_t lda,
-                                                         const S* b, int64_t ldb, int64_t n, S* c,
-                                                         int64_t ldc, S alpha) {
+                                                         const S* b, int64_t ldb, int64_t c_begin,
+                                                         int64_t n, S* c, int64_t ldc, S alpha) {
   using V = Vec<S>;
   const int64_t rows = std::min(kRows, rows_end - r0);
-  for (int64_t c0 = 0; c0 < n; c0 += V::lanes) {
+  int64_t row_of[kRows];  // rows past the end repeat the first (computed, not stored)
+  for (int64_t r = 0; r < kRows; ++r) row_of[r] = r0 + (r < rows ? r : 0);
+  for (int64_t c0 = c_begin; c0 < n; c0 += V::lanes) {
     typename V::type acc[kRows];
     for (int64_t r = 0; r < kRows; ++r) acc[r] = V::zero();
     for (int64_t k = k_begin; k < k_end; ++k) {
       const auto bk = V::load(b + k * ldb + c0);
       for (int64_t r = 0; r < kRows; ++r)
-        acc[r] += a[(r0 + (r < rows ? r : 0)) * lda + k] * bk;
+        acc[r] += (a_columns ? a[k * lda + row_of[r]] : a[row_of[r] * lda + k]) * bk;
     }
     const int64_t width = std::min(V::lanes, n - c0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -85,127 +101,136 @@ __attribute__((always_inline)) inline void block_product(int64_t r0, int64_t row
   }
 }
 
-// Per-thread copies of one head's operands, padded to whole vectors.
+// Per-thread copies of one head's operands, padded to whole vectors. Every buffer is zeroed
+// once; each head then writes the same positions, so the padding stays 0.
 template <typename S>
 struct HeadBuffers {
   int64_t T, D, Tp, Dp;
-  std::vector<S> a, b, c, d, e, f;
-  HeadBuffers(int64_t T_, int64_t D_) : T(T_), D(D_) {
-    Tp = round_up(T, Vec<S>::lanes);
-    Dp = round_up(D, Vec<S>::lanes);
+  std::vector<S> a, b, c, d, e;
+  HeadBuffers(int64_t T_, int64_t D_)
+      : T(T_), D(D_), Tp(round_up(T_, Vec<S>::lanes)), Dp(round_up(D_, Vec<S>::lanes)) {
+    const auto n = static_cast<size_t>(std::max(T * Tp, std::max(D * Tp, T * Dp)));
+    for (auto* buffer : {&a, &b, &c, &d, &e}) buffer->assign(n, S(0));
   }
-  // rows [T][Dp] from a strided source, zero-padded
-  static void rows(std::vector<S>& dst, const S* src, int64_t st, int64_t T, int64_t D, int64_t Dp) {
-    dst.assign(static_cast<size_t>(T * Dp), S(0));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t d = 0; d < D; ++d) dst[t * Dp + d] = src[t * st + d];
+  // rows [T][Dp] from a strided source
+  void rows(std::vector<S>& dst, const S* src, int64_t st) const {
+    for (int64_t t = 0; t < T; ++t) std::copy(src + t * st, src + t * st + D, dst.data() + t * Dp);
   }
-  // transposed [D][Tp] from a strided source, zero-padded
-  static void columns(std::vector<S>& dst, const S* src, int64_t st, int64_t T, int64_t D, int64_t Tp) {
-    dst.assign(static_cast<size_t>(D * Tp), S(0));
+  // transposed [D][Tp] from a strided source
+  void columns(std::vector<S>& dst, const S* src, int64_t st) const {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t d = 0; d < D; ++d) dst[d * Tp + t] = src[t * st + d];
   }
 };
 
-// One (batch, head). p: [T, T] softmax weights out (0 above the diagonal); drop: [T, T] kept
-// mask scaled by 1 / (1 - p), or null; y: rows of the output, stride yt.
+// Whether query i sees key j (and is a query, not padding).
+inline bool seen(int64_t i, int64_t j, int64_t T) { return i >= j && i < T; }
+
+// One (batch, head). Key-major [T][Tp] buffers: p (the softmax weights out, 0 where j > i and
+// in the padding), drop (the kept mask scaled by 1 / (1 - p), or null); y: rows of the
+// output, stride yt.
 template <typename S>
 __attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S scale, const S* q,
                                                         const S* k, const S* v, int64_t qt,
                                                         int64_t kt, int64_t vt, const S* drop,
                                                         S* p, S* y, int64_t yt) {
+  using V = Vec<S>;
   const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
-  HeadBuffers<S>::columns(w.a, k, kt, T, D, Tp);  // K^T [D][Tp]
-  HeadBuffers<S>::rows(w.b, v, vt, T, D, Dp);     // V [T][Dp]
-  w.c.assign(static_cast<size_t>(T * Tp), S(0));  // scores, then weights (with dropout) [T][Tp]
-  S* s = w.c.data();
-  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
-    const int64_t keys = std::min(i0 + kRows, T);  // keys any row of the block sees
-    block_product<S>(i0, T, 0, D, q, qt, w.a.data(), Tp, keys, s, Tp, scale);
-    for (int64_t i = i0; i < keys; ++i) {
-      S* row = s + i * Tp;
-      S m = row[0];
-      for (int64_t j = 1; j <= i; ++j) m = row[j] > m ? row[j] : m;
-      S sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j <= i; ++j) {
-        row[j] = simd::exp_approx(row[j] - m);
-        sum += row[j];
-      }
-      const S inv = S(1) / sum;
-      S* pi = p + i * T;
+  w.columns(w.a, q, qt);  // Q^T [D][Tp]
+  w.rows(w.b, v, vt);     // V [T][Dp]
+  S* st = w.c.data();     // S^T, then the weights [T][Tp]
+  // S^T = K Q^T, from each key's first vector of queries that can see it.
+  for (int64_t j0 = 0; j0 < T; j0 += kRows)
+    block_product<S>(j0, T, 0, D, k, kt, w.a.data(), Tp, j0 / V::lanes * V::lanes, T, st, Tp, scale);
+  // Softmax down each query's column, a vector of queries at a time.
+  for (int64_t c0 = 0; c0 < T; c0 += V::lanes) {
+    const int64_t keys = std::min(T, c0 + V::lanes);
+    S m[V::lanes], sum[V::lanes];
+    for (int64_t l = 0; l < V::lanes; ++l) m[l] = -std::numeric_limits<S>::infinity();
+    for (int64_t j = 0; j < keys; ++j) {
+      const S* x = st + j * Tp + c0;
 #pragma omp simd
-      for (int64_t j = 0; j <= i; ++j) {
-        row[j] *= inv;
-        pi[j] = row[j];
-      }
-      for (int64_t j = i + 1; j < T; ++j) pi[j] = 0;
-      for (int64_t j = i + 1; j < keys; ++j) row[j] = 0;  // the block's product wrote these
-      if (drop) {
-        const S* di = drop + i * T;
+      for (int64_t l = 0; l < V::lanes; ++l)
+        m[l] = seen(c0 + l, j, T) && x[l] > m[l] ? x[l] : m[l];
+    }
+    for (int64_t l = 0; l < V::lanes; ++l) sum[l] = 0;
+    for (int64_t j = 0; j < keys; ++j) {
+      S* x = st + j * Tp + c0;
 #pragma omp simd
-        for (int64_t j = 0; j <= i; ++j) row[j] *= di[j];
+      for (int64_t l = 0; l < V::lanes; ++l) {
+        const S e = simd::exp_approx(x[l] - m[l]);  // finite for any x, m (exp_approx clamps)
+        x[l] = seen(c0 + l, j, T) ? e : S(0);
+        sum[l] += x[l];
       }
     }
-    // Y rows of the block = weights x V over the keys the block sees (zeros past each diagonal)
-    block_product<S>(i0, T, 0, keys, s, Tp, w.b.data(), Dp, D, y, yt, S(1));
+#pragma omp simd
+    for (int64_t l = 0; l < V::lanes; ++l) sum[l] = sum[l] > 0 ? S(1) / sum[l] : S(0);
+    for (int64_t j = 0; j < keys; ++j) {
+      S* x = st + j * Tp + c0;
+#pragma omp simd
+      for (int64_t l = 0; l < V::lanes; ++l) x[l] *= sum[l];
+    }
   }
+  std::copy(st, st + T * Tp, p);
+  if (drop) {
+#pragma omp simd
+    for (int64_t x = 0; x < T * Tp; ++x) st[x] *= drop[x];
+  }
+  // Y = P V: a block of queries sums over the keys up to its last query.
+  for (int64_t i0 = 0; i0 < T; i0 += kRows)
+    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), st, Tp, w.b.data(), Dp, 0, D, y, yt, S(1));
 }
 
 // One (batch, head) backward: dq, dk, dv ([T, D] contiguous, every element written) from dy
-// (stride dyt) and the forward's weights p.
+// (stride dyt) and the forward's key-major p and drop.
 template <typename S>
 __attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S scale, const S* q,
                                                          const S* k, const S* v, int64_t qt,
                                                          int64_t kt, int64_t vt, const S* drop,
                                                          const S* p, const S* dy, int64_t dyt,
                                                          S* dq, S* dk, S* dv) {
+  using V = Vec<S>;
   const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
-  HeadBuffers<S>::columns(w.a, v, vt, T, D, Tp);  // V^T [D][Tp]
-  w.b.assign(static_cast<size_t>(T * Tp), S(0));  // dS, then transposed below [T][Tp]
-  w.c.assign(static_cast<size_t>(T * Tp), S(0));  // weights with dropout [T][Tp]
-  S *ds = w.b.data(), *pd = w.c.data();
-  for (int64_t i0 = 0; i0 < T; i0 += kRows) {
-    const int64_t keys = std::min(i0 + kRows, T);
-    block_product<S>(i0, T, 0, D, dy, dyt, w.a.data(), Tp, keys, ds, Tp, S(1));  // dy V^T
-    for (int64_t i = i0; i < keys; ++i) {
-      S* row = ds + i * Tp;
-      S* pdi = pd + i * Tp;
-      const S* pi = p + i * T;
-      const S* di = drop ? drop + i * T : nullptr;
-      S rowdot = 0;
-#pragma omp simd reduction(+ : rowdot)
-      for (int64_t j = 0; j <= i; ++j) {
-        const S keep = di ? di[j] : S(1);
-        row[j] *= keep;  // dP through the dropout mask
-        pdi[j] = pi[j] * keep;
-        rowdot += row[j] * pi[j];
-      }
+  w.columns(w.a, dy, dyt);  // dY^T [D][Tp]
+  S *ds = w.b.data(), *pd = w.c.data();  // dP^T then dS^T, and P^T with dropout, [T][Tp]
+  for (int64_t j0 = 0; j0 < T; j0 += kRows)  // dP^T = V dY^T
+    block_product<S>(j0, T, 0, D, v, vt, w.a.data(), Tp, j0 / V::lanes * V::lanes, T, ds, Tp, S(1));
+  // dS = P (dP - rowdot) down each query's column; dP through the dropout mask.
+  for (int64_t c0 = 0; c0 < T; c0 += V::lanes) {
+    const int64_t keys = std::min(T, c0 + V::lanes);
+    S rowdot[V::lanes];
+    for (int64_t l = 0; l < V::lanes; ++l) rowdot[l] = 0;
+    for (int64_t j = 0; j < keys; ++j) {
+      const S* pj = p + j * Tp + c0;  // 0 where key j is not seen
+      S* dpj = ds + j * Tp + c0;
+      S* pdj = pd + j * Tp + c0;
+      const S* keep = drop ? drop + j * Tp + c0 : nullptr;
 #pragma omp simd
-      for (int64_t j = 0; j <= i; ++j) row[j] = pi[j] * (row[j] - rowdot) * scale;
-      for (int64_t j = i + 1; j < keys; ++j) row[j] = 0;
+      for (int64_t l = 0; l < V::lanes; ++l) {
+        const S g = seen(c0 + l, j, T) ? dpj[l] * (keep ? keep[l] : S(1)) : S(0);
+        dpj[l] = g;
+        pdj[l] = pj[l] * (keep ? keep[l] : S(1));
+        rowdot[l] += g * pj[l];
+      }
+    }
+    for (int64_t j = 0; j < keys; ++j) {
+      const S* pj = p + j * Tp + c0;
+      S* dsj = ds + j * Tp + c0;
+#pragma omp simd
+      for (int64_t l = 0; l < V::lanes; ++l) dsj[l] = pj[l] * (dsj[l] - rowdot[l]) * scale;
     }
   }
-  // dQ = dS K
-  HeadBuffers<S>::rows(w.d, k, kt, T, D, Dp);
+  // dQ = dS K reads dS^T by columns; dK = dS^T Q and dV = (P^T with dropout) dY by rows, from
+  // each key on (0 before it).
+  w.rows(w.d, k, kt);
   for (int64_t i0 = 0; i0 < T; i0 += kRows)
-    block_product<S>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, D, dq, D, S(1));
-  // dK = dS^T Q and dV = P^T dY, from the transposed [T][Tp] copies (row j: column j; zero
-  // before the diagonal, so each block starts at its first row).
-  auto transpose = [&](const S* src, std::vector<S>& dst) {
-    dst.assign(static_cast<size_t>(T * Tp), S(0));
-    for (int64_t i = 0; i < T; ++i)
-      for (int64_t j = 0; j <= i; ++j) dst[j * Tp + i] = src[i * Tp + j];
-  };
-  HeadBuffers<S>::rows(w.d, q, qt, T, D, Dp);
-  transpose(ds, w.e);
+    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, 0, D, dq, D, S(1));
+  w.rows(w.d, q, qt);
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
-    block_product<S>(j0, T, j0, T, w.e.data(), Tp, w.d.data(), Dp, D, dk, D, S(1));
-  HeadBuffers<S>::rows(w.d, dy, dyt, T, D, Dp);
-  transpose(pd, w.f);
+    block_product<S>(j0, T, j0, T, ds, Tp, w.d.data(), Dp, 0, D, dk, D, S(1));
+  w.rows(w.e, dy, dyt);
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
-    block_product<S>(j0, T, j0, T, w.f.data(), Tp, w.d.data(), Dp, D, dv, D, S(1));
+    block_product<S>(j0, T, j0, T, pd, Tp, w.e.data(), Dp, 0, D, dv, D, S(1));
 }
 
 // The float kernels, compiled for each vector width (target_clones does not apply to templates).
@@ -249,14 +274,18 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                                 const at::Tensor& q, const at::Tensor& k,
                                                 const at::Tensor& v, double dropout, bool training) {
     const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
-    auto p = at::empty({B, H, T, T}, q.options());
+    const int64_t Tp = round_up(T, q.scalar_type() == at::kFloat ? Vec<float>::lanes : Vec<double>::lanes);
+    auto p = at::empty({B, H, T, Tp}, q.options());  // key-major, padded: [b, h, key, query]
     at::Tensor drop;
     if (training && dropout > 0) {
-      drop = at::empty({B, H, T, T}, q.options());
-      if (q.scalar_type() == at::kFloat)  // the SDK's dropout mask
+      if (q.scalar_type() == at::kFloat) {  // the SDK's dropout mask
+        drop = at::empty({B, H, T, Tp}, q.options());
         dropout_mask(draw_seed(), dropout, drop.numel(), drop.data_ptr<float>());
-      else  // LibTorch's draws, as its dropout on [B, H, T, T] (tests compare with it)
-        drop.bernoulli_(1 - dropout).div_(1 - dropout);
+      } else {  // LibTorch's draws, as its dropout on [B, H, query, key] (tests compare with it)
+        auto draws = at::empty({B, H, T, T}, q.options()).bernoulli_(1 - dropout).div_(1 - dropout);
+        drop = at::zeros({B, H, T, Tp}, q.options());
+        drop.narrow(3, 0, T).copy_(draws.transpose(2, 3));
+      }
     }
     auto y = at::empty({B, T, H * D}, q.options());  // heads merged: [B, T, H, D]
     const Layout lq(q), lk(k), lv(v);
@@ -269,9 +298,15 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
         HeadBuffers<scalar_t> buffers(T, D);
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
+          if (bh + 1 < end) {
+            const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H;
+            prefetch_rows(qp + lq.at(nb, nh, 0), lq.t, T, D);
+            prefetch_rows(kp + lk.at(nb, nh, 0), lk.t, T, D);
+            prefetch_rows(vp + lv.at(nb, nh, 0), lv.t, T, D);
+          }
           forward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
                                      vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                     dp ? dp + bh * T * T : nullptr, pp + bh * T * T,
+                                     dp ? dp + bh * T * Tp : nullptr, pp + bh * T * Tp,
                                      yp + b * T * H * D + h * D, H * D);
         }
       });
@@ -289,7 +324,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     const auto p = ctx->saved_data["p"].toTensor();
     const auto drop_value = ctx->saved_data["drop"];
     const at::Tensor drop = drop_value.isTensor() ? drop_value.toTensor() : at::Tensor();
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Tp = p.size(3);
     const auto dy = grads[0].contiguous();  // [B, T, H * D]
     auto dq = at::empty({B, H, T, D}, q.options());
     auto dk = at::empty({B, H, T, D}, q.options());
@@ -305,9 +340,16 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
         HeadBuffers<scalar_t> buffers(T, D);
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
+          if (bh + 1 < end) {
+            const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H;
+            prefetch_rows(qp + lq.at(nb, nh, 0), lq.t, T, D);
+            prefetch_rows(kp + lk.at(nb, nh, 0), lk.t, T, D);
+            prefetch_rows(vp + lv.at(nb, nh, 0), lv.t, T, D);
+            prefetch_rows(dyp + nb * T * H * D + nh * D, H * D, T, D);
+          }
           backward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
                                       vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                      dropp ? dropp + bh * T * T : nullptr, pp + bh * T * T,
+                                      dropp ? dropp + bh * T * Tp : nullptr, pp + bh * T * Tp,
                                       dyp + b * T * H * D + h * D, H * D, dqp + bh * T * D,
                                       dkp + bh * T * D, dvp + bh * T * D);
         }
@@ -316,6 +358,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     return {dq, dk, dv, at::Tensor(), at::Tensor()};
   }
 };
+
 // Rotary on one [T, D] row block of a head: pairs (i, i + rd/2) of the first rd features
 // rotate by the tables' angles, the rest pass through. Backward is the inverse rotation.
 INDUCT_SIMD_CLONES void rotary_head(int64_t T, int64_t D, int64_t rd, const float* x, int64_t xt,
