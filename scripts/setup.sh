@@ -8,6 +8,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libtorch-dev          # LibTorch 1.13 (CPU)
   libopenblas0-pthread  # without it libtorch falls back to the reference BLAS (~50x slower)
+  libdnnl-dev           # oneDNN's sgemm for the SDK's linear layers and LSTM (libtorch already uses libdnnl2)
   libboost-dev libboost-program-options-dev libboost-test-dev
   libyaml-cpp-dev
   libsqlite3-dev sqlite3

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "induct/nn/attention.hpp"
+#include "induct/nn/linear.hpp"
 #include "induct/nn/elementwise.hpp"
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
@@ -164,6 +165,33 @@ BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
     auto f = run(torch::kFloat), d = run(torch::kDouble);
     BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-6, "rotary_dim " << rd);
     BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-6, "rotary_dim " << rd);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(linear_matches_libtorch) {
+  // oneDNN's products in float against LibTorch's in double, with and without bias, on a
+  // [B, T, in] input; and the fallback (double) equal to torch::linear.
+  for (bool with_bias : {true, false}) {
+    torch::manual_seed(5);
+    auto x = torch::randn({3, 7, 5}, torch::kDouble), w = torch::randn({4, 5}, torch::kDouble);
+    auto b = with_bias ? torch::randn({4}, torch::kDouble) : torch::Tensor();
+    auto run = [&](torch::Dtype dtype, bool sdk) {
+      auto xi = x.to(dtype).clone().requires_grad_(true), wi = w.to(dtype).clone().requires_grad_(true);
+      auto bi = with_bias ? b.to(dtype).clone().requires_grad_(true) : torch::Tensor();
+      auto y = sdk ? induct::nn::linear(xi, wi, bi) : torch::linear(xi, wi, bi);
+      auto g = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+      (y * g).sum().backward();
+      std::vector<torch::Tensor> out{y.detach(), xi.grad(), wi.grad()};
+      if (with_bias) out.push_back(bi.grad());
+      for (auto& t : out) t = t.to(torch::kDouble).clone();
+      return out;
+    };
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+    BOOST_TEST(f[0].sizes() == torch::IntArrayRef({3, 7, 4}));
+    for (size_t i = 0; i < f.size(); ++i) {
+      BOOST_TEST((f[i] - d[i]).abs().max().item<double>() < 1e-5, "output " << i << " bias " << with_bias << ": " << (f[i] - d[i]).abs().max().item<double>());
+      BOOST_TEST(torch::equal(dd[i], d[i]), "fallback output " << i);
+    }
   }
 }
 

@@ -11,7 +11,7 @@
 #include <induct/nn/norms.hpp>
 #include <induct/plugin.hpp>
 #include <induct/nn/elementwise.hpp>
-#include <torch/nn/functional/linear.h>
+#include <induct/nn/linear.hpp>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -125,7 +125,7 @@ class Transformer final : public induct::SequenceModel {
     if (config_.dropout > 0) x = induct::nn::dropout(x, config_.dropout, is_training());
     for (auto& block : blocks_) x = block->forward(x);
     x = norm_(x);
-    return head_ ? head_(x) : torch::nn::functional::linear(x, tok_->weight);
+    return induct::nn::linear(x, head_ ? head_->weight : tok_->weight);
   }
 
  private:
@@ -233,5 +233,6 @@ void register_components(induct::Registrar& r) {
 }  // namespace
 
 // 1.1.0: attention through the SDK's fused causal_attention (results differ by float rounding,
-// so stored 1.0.0 trials are not reused).
-INDUCT_PLUGIN("transformer", "1.1.0", register_components)
+// so stored 1.0.0 trials are not reused). 1.2.0: the SDK's linear (oneDNN's sgemm) and the
+// key-major attention kernel, whose dropout masks index the weights differently.
+INDUCT_PLUGIN("transformer", "1.2.0", register_components)

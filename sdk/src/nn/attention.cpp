@@ -1,6 +1,7 @@
 #include "induct/nn/attention.hpp"
 
 #include "induct/nn/elementwise.hpp"
+#include "induct/nn/linear.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -41,14 +42,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     throw std::invalid_argument("attention: sequence of " + std::to_string(T) +
                                 " tokens, built for at most " +
                                 std::to_string(options_.max_length));
-  auto parts = qkv(x).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3 x [B, H, T, Dh]
+  auto parts = nn::linear(x, qkv->weight, qkv->bias).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3 x [B, H, T, Dh]
   auto q = parts[0], k = parts[1], v = parts[2];
   if (options_.rotary_dim > 0) {
     q = apply_rotary(q, cos_, sin_);
     k = apply_rotary(k, cos_, sin_);
   }
   auto y = causal_attention(q, k, v, options_.dropout, is_training());  // [B, T, C]
-  y = out(y);
+  y = nn::linear(y, out->weight, out->bias);
   if (options_.dropout > 0) y = nn::dropout(y, options_.dropout, is_training());
   return y;
 }

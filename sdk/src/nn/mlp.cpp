@@ -1,6 +1,7 @@
 #include "induct/nn/mlp.hpp"
 
 #include "induct/nn/elementwise.hpp"
+#include "induct/nn/linear.hpp"
 
 #include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
@@ -23,7 +24,7 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, bool bias, 
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  auto y = proj(activate(fc(x), activation_));
+  auto y = nn::linear(activate(nn::linear(x, fc->weight, fc->bias), activation_), proj->weight, proj->bias);
   if (dropout_ > 0) y = nn::dropout(y, dropout_, is_training());
   return y;
 }
@@ -35,7 +36,7 @@ SwiGluImpl::SwiGluImpl(int64_t dim, int64_t hidden) {
 }
 
 torch::Tensor SwiGluImpl::forward(const torch::Tensor& x) {
-  return down(nn::swiglu(gate(x), up(x)));
+  return nn::linear(nn::swiglu(nn::linear(x, gate->weight), nn::linear(x, up->weight)), down->weight);
 }
 
 }  // namespace induct::nn

@@ -1,0 +1,14 @@
+// Row-major single-precision matrix products for the SDK's CPU kernels (linear.cpp, lstm.cpp),
+// on oneDNN's sgemm. Internal: not installed.
+#pragma once
+
+#include <cstdint>
+
+namespace induct::nn {
+
+// C[M, N] = alpha op(A) op(B) + beta C, row-major; op transposes when trans_a / trans_b.
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+           int64_t ldc);
+
+}  // namespace induct::nn

@@ -1,0 +1,84 @@
+#include "induct/nn/linear.hpp"
+
+#include <ATen/ATen.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "gemm.hpp"
+
+namespace induct::nn {
+
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+           int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K,
+                                          alpha, A, lda, B, ldb, beta, C, ldc);
+  TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed (status ", static_cast<int>(status),
+              ") for a ", M, " x ", K, " by ", K, " x ", N, " product");
+}
+
+namespace {
+
+class FusedLinear : public torch::autograd::Function<FusedLinear> {
+ public:
+  // x2: [M, in] contiguous; weight [out, in] contiguous.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x2,
+                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias_or_none) {
+    const at::Tensor bias = bias_or_none ? *bias_or_none : at::Tensor();
+    const int64_t M = x2.size(0), K = x2.size(1), N = weight.size(0);
+    at::Tensor y;
+    float beta = 0;
+    if (bias.defined()) {
+      y = bias.expand({M, N}).contiguous();  // the product adds to the bias rows
+      beta = 1;
+    } else {
+      y = at::empty({M, N}, x2.options());
+    }
+    sgemm(false, true, M, N, K, 1, x2.data_ptr<float>(), K, weight.data_ptr<float>(), K, beta,
+          y.data_ptr<float>(), N);
+    ctx->save_for_backward({x2, weight});
+    ctx->saved_data["bias"] = bias.defined();
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x2 = saved[0], &weight = saved[1];
+    const auto g = grads[0].contiguous();
+    const int64_t M = x2.size(0), K = x2.size(1), N = weight.size(0);
+    at::Tensor dx, dw, db;
+    if (ctx->needs_input_grad(0)) {
+      dx = at::empty({M, K}, x2.options());
+      sgemm(false, false, M, K, N, 1, g.data_ptr<float>(), N, weight.data_ptr<float>(), K, 0,
+            dx.data_ptr<float>(), K);
+    }
+    if (ctx->needs_input_grad(1)) {
+      dw = at::empty({N, K}, weight.options());
+      sgemm(true, false, N, K, M, 1, g.data_ptr<float>(), N, x2.data_ptr<float>(), K, 0,
+            dw.data_ptr<float>(), K);
+    }
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = g.sum(0);
+    return {dx, dw, db};
+  }
+};
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const bool fusable = x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1 &&
+                       weight.device().is_cpu() && weight.scalar_type() == at::kFloat &&
+                       weight.dim() == 2 && x.size(-1) == weight.size(1) &&
+                       (!bias.defined() || (bias.scalar_type() == at::kFloat && bias.dim() == 1 &&
+                                            bias.size(0) == weight.size(0)));
+  if (!fusable) return at::linear(x, weight, bias);
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  auto x2 = x.reshape({-1, x.size(-1)}).contiguous();
+  c10::optional<at::Tensor> b;
+  if (bias.defined()) b = bias.contiguous();
+  return FusedLinear::apply(x2, weight.contiguous(), b)
+      .view(sizes);
+}
+
+}  // namespace induct::nn
