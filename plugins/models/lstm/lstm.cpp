@@ -44,5 +44,6 @@ void register_components(induct::Registrar& registrar) {
 }  // namespace
 
 // 1.1.0: the SDK's fused layer instead of torch::nn::LSTM's forward (same parameters, results
-// differ by float rounding, so stored 1.0.0 trials are not reused).
-INDUCT_PLUGIN("lstm", "1.1.0", register_components)
+// differ by float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the layer's matrix
+// products on oneDNN's sgemm (rounding again).
+INDUCT_PLUGIN("lstm", "1.2.0", register_components)

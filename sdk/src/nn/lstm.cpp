@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "gemm.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
@@ -84,23 +85,25 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     const int64_t B = x.size(0), T = x.size(1), I = x.size(2), H = w_hh.size(1);
     auto xt = x.transpose(0, 1).contiguous();  // [T, B, I]: each step's rows are contiguous
     // All input projections at once, both biases folded in; each step adds h_{t-1} W_hh^T.
-    auto acts = at::addmm(b_ih + b_hh, xt.view({T * B, I}), w_ih.t()).view({T, B, 4 * H});
+    // (Matrix products on the SDK's sgemm, as in linear.cpp.)
+    auto acts = (b_ih + b_hh).expand({T, B, 4 * H}).contiguous();
+    sgemm(false, true, T * B, 4 * H, I, 1, xt.data_ptr<float>(), I, w_ih.data_ptr<float>(), I, 1,
+          acts.data_ptr<float>(), 4 * H);
     auto hs = at::empty({T + 1, B, H}, x.options());  // hs[t]: h_{t-1}, hs[0] = 0
     auto cs = at::empty({T + 1, B, H}, x.options());
     auto tcs = at::empty({T, B, H}, x.options());
     hs[0].zero_();
     cs[0].zero_();
-    const auto w_hh_t = w_hh.t();
-    const auto hsteps = hs.unbind(0);
-    const auto gsteps = acts.unbind(0);
+    float* g = acts.data_ptr<float>();
+    const float* whh = w_hh.data_ptr<float>();
     float* c = cs.data_ptr<float>();
     float* tc = tcs.data_ptr<float>();
     float* h = hs.data_ptr<float>();
     const int64_t stride = B * H;
     for (int64_t t = 0; t < T; ++t) {
-      auto g = gsteps[t];
-      g.addmm_(hsteps[t], w_hh_t);
-      gates_forward(B, H, g.data_ptr<float>(), c + t * stride, c + (t + 1) * stride,
+      float* gt = g + t * 4 * stride;
+      sgemm(false, true, B, 4 * H, H, 1, h + t * stride, H, whh, H, 1, gt, 4 * H);
+      gates_forward(B, H, gt, c + t * stride, c + (t + 1) * stride,
                     tc + t * stride, h + (t + 1) * stride);
     }
     ctx->save_for_backward({w_ih, w_hh});
@@ -130,7 +133,7 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     auto dc = at::zeros({B, H}, acts.options());
     auto dh_next = at::zeros({B, H}, acts.options());  // from step t + 1 through W_hh
     const auto dh_steps = dh_out.unbind(0);
-    const auto dg_steps = dgates.unbind(0);
+    float* dg = dgates.data_ptr<float>();
     const float* a = acts.data_ptr<float>();
     const float* tc = tcs.data_ptr<float>();
     const float* c = cs.data_ptr<float>();
@@ -138,14 +141,23 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     for (int64_t t = T - 1; t >= 0; --t) {
       at::add_out(dh, dh_steps[t], dh_next);
       gates_backward(B, H, a + t * 4 * stride, tc + t * stride, c + t * stride, dh.data_ptr<float>(),
-                     dc.data_ptr<float>(), dg_steps[t].data_ptr<float>());
-      if (t > 0) at::mm_out(dh_next, dg_steps[t], w_hh);
+                     dc.data_ptr<float>(), dg + t * 4 * stride);
+      if (t > 0)
+        sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * stride, 4 * H, w_hh.data_ptr<float>(), H, 0,
+              dh_next.data_ptr<float>(), H);
     }
     const auto dflat = dgates.view({T * B, 4 * H});
-    auto dw_hh = dflat.t().mm(hs.slice(0, 0, T).reshape({T * B, H}));
-    auto dw_ih = dflat.t().mm(xt.view({T * B, I}));
+    auto dw_hh = at::empty({4 * H, H}, acts.options());
+    sgemm(true, false, 4 * H, H, T * B, 1, dg, 4 * H, hs.data_ptr<float>(), H, 0,
+          dw_hh.data_ptr<float>(), H);  // hs[0 .. T - 1]: h_{t-1} of each step
+    auto dw_ih = at::empty({4 * H, I}, acts.options());
+    sgemm(true, false, 4 * H, I, T * B, 1, dg, 4 * H, xt.data_ptr<float>(), I, 0,
+          dw_ih.data_ptr<float>(), I);
     auto db = dflat.sum(0);
-    auto dx = dflat.mm(w_ih).view({T, B, I}).transpose(0, 1);
+    auto dx = at::empty({T, B, I}, acts.options());
+    sgemm(false, false, T * B, I, 4 * H, 1, dg, 4 * H, w_ih.data_ptr<float>(), I, 0,
+          dx.data_ptr<float>(), I);
+    dx = dx.transpose(0, 1);
     return {dx, dw_ih, dw_hh, db, db.clone()};
   }
 };
