@@ -51,7 +51,7 @@ struct Vec {
   typedef S unaligned __attribute__((vector_size(64), aligned(sizeof(S)), may_alias));
   static constexpr int64_t lanes = 64 / sizeof(S);
   static type load(const S* p) { return *reinterpret_cast<const unaligned*>(p); }
-  static void store(S* p, type v) { *reinterpret_cast<unaligned*>(p) = v; }
+  static void store(S* p, const type& v) { *reinterpret_cast<unaligned*>(p) = v; }
   static type zero() { return type{}; }
 };
 
