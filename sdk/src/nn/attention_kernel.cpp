@@ -68,6 +68,16 @@ inline void prefetch_rows(const S* x, int64_t stride, int64_t T, int64_t D) {
       __builtin_prefetch(x + t * stride + d);
 }
 
+// The q, k and v rows of head bh (flattened batch x heads), as prefetch_rows.
+template <typename S>
+inline void prefetch_head(int64_t bh, int64_t H, int64_t T, int64_t D, const S* q, const Layout& lq,
+                          const S* k, const Layout& lk, const S* v, const Layout& lv) {
+  const int64_t b = bh / H, h = bh % H;
+  prefetch_rows(q + lq.at(b, h, 0), lq.t, T, D);
+  prefetch_rows(k + lk.at(b, h, 0), lk.t, T, D);
+  prefetch_rows(v + lv.at(b, h, 0), lv.t, T, D);
+}
+
 // C[r, c] = alpha sum_k A[r, k] B[k, c] for the rows r0 <= r < min(r0 + kRows, rows_end),
 // k_begin <= k < k_end shared by the block, and the columns c_begin <= c < n (c_begin a whole
 // number of vectors). A is row-major with stride lda, or, with a_columns, column-major
@@ -298,12 +308,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
         HeadBuffers<scalar_t> buffers(T, D);
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
-          if (bh + 1 < end) {
-            const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H;
-            prefetch_rows(qp + lq.at(nb, nh, 0), lq.t, T, D);
-            prefetch_rows(kp + lk.at(nb, nh, 0), lk.t, T, D);
-            prefetch_rows(vp + lv.at(nb, nh, 0), lv.t, T, D);
-          }
+          if (bh + 1 < end) prefetch_head(bh + 1, H, T, D, qp, lq, kp, lk, vp, lv);
           forward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
                                      vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
                                      dp ? dp + bh * T * Tp : nullptr, pp + bh * T * Tp,
@@ -341,11 +346,8 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
         for (int64_t bh = begin; bh < end; ++bh) {
           const int64_t b = bh / H, h = bh % H;
           if (bh + 1 < end) {
-            const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H;
-            prefetch_rows(qp + lq.at(nb, nh, 0), lq.t, T, D);
-            prefetch_rows(kp + lk.at(nb, nh, 0), lk.t, T, D);
-            prefetch_rows(vp + lv.at(nb, nh, 0), lv.t, T, D);
-            prefetch_rows(dyp + nb * T * H * D + nh * D, H * D, T, D);
+            prefetch_head(bh + 1, H, T, D, qp, lq, kp, lk, vp, lv);
+            prefetch_rows(dyp + (bh + 1) / H * T * H * D + (bh + 1) % H * D, H * D, T, D);
           }
           backward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
                                       vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,

@@ -36,31 +36,6 @@ inline float exp_approx(float x) {
 }
 inline double exp_approx(double x) { return std::exp(x); }  // double: tests and references
 
-// The same on a GCC vector of 16 floats (kernels that keep their values in vector registers;
-// always inlined into them, so GCC's ABI note on 64-byte vectors does not apply).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float f32x16 __attribute__((vector_size(64)));
-typedef int32_t i32x16 __attribute__((vector_size(64)));
-inline f32x16 exp_approx(f32x16 x) {
-  const f32x16 lo = f32x16{} - 87.0f, hi = f32x16{} + 88.0f, shifter = f32x16{} + 12582912.0f;
-  x = x < lo ? lo : x;
-  x = x > hi ? hi : x;
-  const f32x16 n = (x * 1.44269504088896341f + shifter) - shifter;
-  f32x16 r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  f32x16 p = f32x16{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const i32x16 bits = (__builtin_convertvector(n, i32x16) + 127) << 23;  // 2^n
-  return p * (f32x16)bits;  // a vector cast keeps the bits
-}
-#pragma GCC diagnostic pop
-
 inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 
 // Near 0, Cephes' odd polynomial (1 - 2 / (e^2x + 1) loses digits there); elsewhere via exp.
