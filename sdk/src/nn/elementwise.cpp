@@ -36,8 +36,9 @@ INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy
 }
 
 // Exact GELU x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun
-// 7.1.26 (absolute error below 1.5e-7) through the vectorisable exp.
-inline float erf_approx(float x) {
+// 7.1.26 (absolute error below 1.5e-7) through the vectorisable exp. erf_approx takes
+// exp(-x^2) from its caller: GELU's backward needs the same exponential for the density.
+inline float erf_approx(float x, float exp_minus_x2) {
   const float a = x < 0 ? -x : x;
   const float t = 1.0f / (1.0f + 0.3275911f * a);
   float p = 1.061405429f;
@@ -45,7 +46,7 @@ inline float erf_approx(float x) {
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  const float e = 1.0f - p * t * simd::exp_approx(-a * a);
+  const float e = 1.0f - p * t * exp_minus_x2;
   return x < 0 ? -e : e;
 }
 
@@ -54,15 +55,20 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 INDUCT_SIMD_CLONES void gelu_erf_forward(int64_t n, const float* x, float* y) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + erf_approx(x[i] * kInvSqrt2));
+  for (int64_t i = 0; i < n; ++i) {
+    const float u = x[i] * kInvSqrt2;
+    y[i] = 0.5f * x[i] * (1.0f + erf_approx(u, simd::exp_approx(-u * u)));
+  }
 }
 
 INDUCT_SIMD_CLONES void gelu_erf_backward(int64_t n, const float* x, const float* dy, float* dx) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    const float cdf = 0.5f * (1.0f + erf_approx(v * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * simd::exp_approx(-0.5f * v * v);
+    const float u = v * kInvSqrt2;
+    const float e = simd::exp_approx(-u * u);  // exp(-v^2 / 2)
+    const float cdf = 0.5f * (1.0f + erf_approx(u, e));
+    const float pdf = kInvSqrt2Pi * e;
     dx[i] = dy[i] * (cdf + v * pdf);
   }
 }

@@ -1,5 +1,5 @@
 // Row-major single-precision matrix products for the SDK's CPU kernels (linear.cpp, lstm.cpp),
-// on oneDNN's sgemm. Internal: not installed.
+// on oneDNN's sgemm, and the bias passes around them. Internal: not installed.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +10,11 @@ namespace induct::nn {
 void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc);
+
+// y[m, :] = bias for each of the M rows of y [M, N] (a product then adds to them with beta 1).
+void bias_rows(int64_t M, int64_t N, const float* bias, float* y);
+
+// out[n] = sum over m of g[m, n], g [M, N] row-major (a bias's gradient).
+void column_sums(int64_t M, int64_t N, const float* g, float* out);
 
 }  // namespace induct::nn

@@ -4,7 +4,10 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <cstring>
+
 #include "gemm.hpp"
+#include "simd_math.hpp"
 
 namespace induct::nn {
 
@@ -18,6 +21,25 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
               ") for a ", M, " x ", K, " by ", K, " x ", N, " product");
 }
 
+// (LibTorch's bias.expand({M, N}).contiguous() and g.sum(0) for these were 11% and 1.5% of a
+// small Pythia step: a broadcasting copy through TensorIterator, and a reduction across rows.)
+void bias_rows(int64_t M, int64_t N, const float* bias, float* y) {
+  for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * N, bias, sizeof(float) * static_cast<size_t>(N));
+}
+
+namespace {
+INDUCT_SIMD_CLONES void column_sums_kernel(int64_t M, int64_t N, const float* g, float* out) {
+  for (int64_t n = 0; n < N; ++n) out[n] = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* row = g + m * N;
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) out[n] += row[n];
+  }
+}
+}  // namespace
+
+void column_sums(int64_t M, int64_t N, const float* g, float* out) { column_sums_kernel(M, N, g, out); }
+
 namespace {
 
 class FusedLinear : public torch::autograd::Function<FusedLinear> {
@@ -27,13 +49,11 @@ class FusedLinear : public torch::autograd::Function<FusedLinear> {
                             const at::Tensor& weight, const c10::optional<at::Tensor>& bias_or_none) {
     const at::Tensor bias = bias_or_none ? *bias_or_none : at::Tensor();
     const int64_t M = x2.size(0), K = x2.size(1), N = weight.size(0);
-    at::Tensor y;
+    auto y = at::empty({M, N}, x2.options());
     float beta = 0;
-    if (bias.defined()) {
-      y = bias.expand({M, N}).contiguous();  // the product adds to the bias rows
+    if (bias.defined()) {  // the product adds to the bias rows
+      bias_rows(M, N, bias.data_ptr<float>(), y.data_ptr<float>());
       beta = 1;
-    } else {
-      y = at::empty({M, N}, x2.options());
     }
     sgemm(false, true, M, N, K, 1, x2.data_ptr<float>(), K, weight.data_ptr<float>(), K, beta,
           y.data_ptr<float>(), N);
@@ -58,7 +78,10 @@ class FusedLinear : public torch::autograd::Function<FusedLinear> {
       sgemm(true, false, N, K, M, 1, g.data_ptr<float>(), N, x2.data_ptr<float>(), K, 0,
             dw.data_ptr<float>(), K);
     }
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = g.sum(0);
+    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
+      db = at::empty({N}, weight.options());
+      column_sums(M, N, g.data_ptr<float>(), db.data_ptr<float>());
+    }
     return {dx, dw, db};
   }
 };

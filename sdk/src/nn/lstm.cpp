@@ -86,7 +86,8 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     auto xt = x.transpose(0, 1).contiguous();  // [T, B, I]: each step's rows are contiguous
     // All input projections at once, both biases folded in; each step adds h_{t-1} W_hh^T.
     // (Matrix products on the SDK's sgemm, as in linear.cpp.)
-    auto acts = (b_ih + b_hh).expand({T, B, 4 * H}).contiguous();
+    auto acts = at::empty({T, B, 4 * H}, x.options());
+    bias_rows(T * B, 4 * H, (b_ih + b_hh).contiguous().data_ptr<float>(), acts.data_ptr<float>());
     sgemm(false, true, T * B, 4 * H, I, 1, xt.data_ptr<float>(), I, w_ih.data_ptr<float>(), I, 1,
           acts.data_ptr<float>(), 4 * H);
     auto hs = at::empty({T + 1, B, H}, x.options());  // hs[t]: h_{t-1}, hs[0] = 0
@@ -146,14 +147,14 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
         sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * stride, 4 * H, w_hh.data_ptr<float>(), H, 0,
               dh_next.data_ptr<float>(), H);
     }
-    const auto dflat = dgates.view({T * B, 4 * H});
     auto dw_hh = at::empty({4 * H, H}, acts.options());
     sgemm(true, false, 4 * H, H, T * B, 1, dg, 4 * H, hs.data_ptr<float>(), H, 0,
           dw_hh.data_ptr<float>(), H);  // hs[0 .. T - 1]: h_{t-1} of each step
     auto dw_ih = at::empty({4 * H, I}, acts.options());
     sgemm(true, false, 4 * H, I, T * B, 1, dg, 4 * H, xt.data_ptr<float>(), I, 0,
           dw_ih.data_ptr<float>(), I);
-    auto db = dflat.sum(0);
+    auto db = at::empty({4 * H}, acts.options());
+    column_sums(T * B, 4 * H, dg, db.data_ptr<float>());
     auto dx = at::empty({T, B, I}, acts.options());
     sgemm(false, false, T * B, I, 4 * H, 1, dg, 4 * H, w_ih.data_ptr<float>(), I, 0,
           dx.data_ptr<float>(), I);
