@@ -149,6 +149,60 @@ BOOST_AUTO_TEST_CASE(fused_attention_matches_libtorch_operations) {
   }
 }
 
+namespace {
+// causal_attention_qkv on a [B, T, 3 * H * D] tensor with rotary on rd features (0: none), or
+// its reference: the split into q, k and v, apply_rotary and causal_attention as LibTorch ops.
+std::vector<torch::Tensor> qkv_attention_run(torch::Dtype dtype, bool packed, double dropout,
+                                             int64_t T, int64_t D, int64_t rd) {
+  torch::manual_seed(3);
+  const int64_t B = 2, H = 3;
+  auto qkv = (torch::randn({B, T, 3 * H * D}, torch::kDouble) * 2).to(dtype).requires_grad_(true);
+  auto tables = induct::nn::rotary_tables(rd > 0 ? rd : 2, T + 3, 10000);
+  torch::manual_seed(4);  // the dropout draws
+  torch::Tensor y;
+  if (packed) {
+    y = rd > 0 ? induct::nn::causal_attention_qkv(qkv, H, dropout, true, tables.cos, tables.sin)
+               : induct::nn::causal_attention_qkv(qkv, H, dropout, true);
+  } else {
+    auto parts = qkv.view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4}).unbind(0);
+    auto q = parts[0], k = parts[1];
+    if (rd > 0) {
+      q = induct::nn::apply_rotary(q.to(torch::kDouble), tables.cos, tables.sin).to(dtype);
+      k = induct::nn::apply_rotary(k.to(torch::kDouble), tables.cos, tables.sin).to(dtype);
+    }
+    y = induct::nn::causal_attention(q, k, parts[2], dropout, true, false);
+  }
+  auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+  (y * weights).sum().backward();
+  return {y.detach().to(torch::kDouble), qkv.grad().to(torch::kDouble)};
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_qkv_attention_with_rotary_matches_libtorch_operations) {
+  // The kernel rotates q and k on their way in and their gradients on the way out, and writes
+  // one gradient for the fused projection's output. In double (LibTorch's dropout draws in both
+  // paths) equal to rounding; in float against double. No rotary, partial and full rotary;
+  // sizes within and past one vector and one block of rows.
+  struct Case { int64_t T, D, rd; };
+  for (auto c : {Case{7, 8, 0}, Case{7, 8, 4}, Case{7, 8, 8}, Case{37, 20, 8}, Case{37, 20, 20}, Case{1, 4, 2}}) {
+    for (double dropout : {0.0, 0.3}) {
+      auto fused = qkv_attention_run(torch::kDouble, true, dropout, c.T, c.D, c.rd);
+      auto ops = qkv_attention_run(torch::kDouble, false, dropout, c.T, c.D, c.rd);
+      BOOST_TEST(torch::allclose(fused[0], ops[0], 1e-10, 1e-12), "y, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
+      BOOST_TEST(torch::allclose(fused[1], ops[1], 1e-10, 1e-12), "dqkv, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
+    }
+    auto f = qkv_attention_run(torch::kFloat, true, 0.0, c.T, c.D, c.rd);
+    auto d = qkv_attention_run(torch::kDouble, false, 0.0, c.T, c.D, c.rd);
+    BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-5, "float y, T " << c.T << " rd " << c.rd);
+    BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-5, "float dqkv, T " << c.T << " rd " << c.rd);
+  }
+  // Bad shapes are errors, not crashes.
+  auto qkv = torch::randn({2, 5, 3 * 2 * 4});
+  BOOST_CHECK_THROW(induct::nn::causal_attention_qkv(qkv, 5, 0.0, false), c10::Error);
+  auto short_tables = induct::nn::rotary_tables(4, 3, 10000);
+  BOOST_CHECK_THROW(induct::nn::causal_attention_qkv(qkv, 2, 0.0, false, short_tables.cos, short_tables.sin), c10::Error);
+}
+
 BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
   // Double takes LibTorch's operations, float the fused kernel; partial and full rotation, on a
   // strided view as the attention block passes it.

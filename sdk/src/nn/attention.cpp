@@ -36,19 +36,13 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const AttentionOptions& options
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-  const int64_t H = options_.heads, Dh = C / H;
+  const int64_t T = x.size(1);
   if (T > options_.max_length)
     throw std::invalid_argument("attention: sequence of " + std::to_string(T) +
                                 " tokens, built for at most " +
                                 std::to_string(options_.max_length));
-  auto parts = nn::linear(x, qkv->weight, qkv->bias).view({B, T, 3, H, Dh}).permute({2, 0, 3, 1, 4}).unbind(0);  // 3 x [B, H, T, Dh]
-  auto q = parts[0], k = parts[1], v = parts[2];
-  if (options_.rotary_dim > 0) {
-    q = apply_rotary(q, cos_, sin_);
-    k = apply_rotary(k, cos_, sin_);
-  }
-  auto y = causal_attention(q, k, v, options_.dropout, is_training());  // [B, T, C]
+  auto qkv_out = nn::linear(x, qkv->weight, qkv->bias);  // [B, T, 3 * C]
+  auto y = causal_attention_qkv(qkv_out, options_.heads, options_.dropout, is_training(), cos_, sin_);  // [B, T, C]
   y = nn::linear(y, out->weight, out->bias);
   if (options_.dropout > 0) y = nn::dropout(y, options_.dropout, is_training());
   return y;

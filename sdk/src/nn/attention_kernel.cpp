@@ -12,7 +12,10 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <utility>
+#include <array>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -23,13 +26,6 @@
 namespace induct::nn {
 
 namespace {
-
-// Strides of a [B, H, T, D] tensor whose last dimension is contiguous.
-struct Layout {
-  int64_t b, h, t;
-  explicit Layout(const at::Tensor& x) : b(x.stride(0)), h(x.stride(1)), t(x.stride(2)) {}
-  int64_t at(int64_t bi, int64_t hi, int64_t ti) const { return bi * b + hi * h + ti * t; }
-};
 
 // One (batch, head) is a handful of tiny matrix products (T x T x D, with D the head size, 16
 // or 32 in the small models) around a softmax. Dot products along D and softmax sums along a
@@ -68,16 +64,6 @@ inline void prefetch_rows(const S* x, int64_t stride, int64_t T, int64_t D) {
       __builtin_prefetch(x + t * stride + d);
 }
 
-// The q, k and v rows of head bh (flattened batch x heads), as prefetch_rows.
-template <typename S>
-inline void prefetch_head(int64_t bh, int64_t H, int64_t T, int64_t D, const S* q, const Layout& lq,
-                          const S* k, const Layout& lk, const S* v, const Layout& lv) {
-  const int64_t b = bh / H, h = bh % H;
-  prefetch_rows(q + lq.at(b, h, 0), lq.t, T, D);
-  prefetch_rows(k + lk.at(b, h, 0), lk.t, T, D);
-  prefetch_rows(v + lv.at(b, h, 0), lv.t, T, D);
-}
-
 // C[r, c] = alpha sum_k A[r, k] B[k, c] for the rows r0 <= r < min(r0 + kRows, rows_end),
 // k_begin <= k < k_end shared by the block, and the columns c_begin <= c < n (c_begin a whole
 // number of vectors). A is row-major with stride lda, or, with a_columns, column-major
@@ -111,6 +97,49 @@ __attribute__((always_inline)) inline void block_product(int64_t r0, int64_t row
   }
 }
 
+// Rotary on T rows of a head (row t at x + t * xt, written to y + t * yt; y may be x): the pairs
+// (i, i + rd/2) of the first rd features rotate by row t's angles in the [T][rd] tables, by
+// their inverse when sign is -1; the other features are copied (when y is not x).
+template <typename S>
+__attribute__((always_inline)) inline void rotate_rows(int64_t T, int64_t D, int64_t rd,
+                                                       const S* x, int64_t xt, const S* cos,
+                                                       const S* sin, S sign, S* y, int64_t yt) {
+  const int64_t half = rd / 2;
+  for (int64_t t = 0; t < T; ++t) {
+    const S* xr = x + t * xt;
+    const S* c = cos + t * rd;
+    const S* s = sin + t * rd;
+    S* yr = y + t * yt;
+#pragma omp simd
+    for (int64_t i = 0; i < half; ++i) {  // each i reads and writes only i and i + half
+      const S x1 = xr[i], x2 = xr[i + half];
+      yr[i] = x1 * c[i] - sign * x2 * s[i];
+      yr[i + half] = x2 * c[i + half] + sign * x1 * s[i + half];
+    }
+    if (yr != xr) std::copy(xr + rd, xr + D, yr + rd);
+  }
+}
+
+// One (batch, head)'s operands: the rows of q, k and v with their strides; the rotary tables
+// [T][rd] for q and k (rd 0: no rotary); the key-major [T][Tp] dropout mask (the kept elements
+// scaled by 1 / (1 - p)) or null.
+template <typename S>
+struct HeadArgs {
+  const S *q, *k, *v;
+  int64_t qt, kt, vt;
+  const S *cos, *sin;
+  int64_t rd;
+  const S* drop;
+};
+
+// The q, k and v rows of a head, as prefetch_rows.
+template <typename S>
+inline void prefetch_head(const HeadArgs<S>& h, int64_t T, int64_t D) {
+  prefetch_rows(h.q, h.qt, T, D);
+  prefetch_rows(h.k, h.kt, T, D);
+  prefetch_rows(h.v, h.vt, T, D);
+}
+
 // Per-thread copies of one head's operands, padded to whole vectors. Every buffer is zeroed
 // once; each head then writes the same positions, so the padding stays 0.
 template <typename S>
@@ -126,6 +155,11 @@ struct HeadBuffers {
   void rows(std::vector<S>& dst, const S* src, int64_t st) const {
     for (int64_t t = 0; t < T; ++t) std::copy(src + t * st, src + t * st + D, dst.data() + t * Dp);
   }
+  // rows [T][Dp] from a strided source, rotated when the head has rotary tables
+  void rotated_rows(std::vector<S>& dst, const S* src, int64_t st, const HeadArgs<S>& h) const {
+    if (h.rd == 0) return rows(dst, src, st);
+    rotate_rows<S>(T, D, h.rd, src, st, h.cos, h.sin, S(1), dst.data(), Dp);
+  }
   // transposed [D][Tp] from a strided source
   void columns(std::vector<S>& dst, const S* src, int64_t st) const {
     for (int64_t t = 0; t < T; ++t)
@@ -136,19 +170,26 @@ struct HeadBuffers {
 // Whether query i sees key j (and is a query, not padding).
 inline bool seen(int64_t i, int64_t j, int64_t T) { return i >= j && i < T; }
 
-// One (batch, head). Key-major [T][Tp] buffers: p (the softmax weights out, 0 where j > i and
-// in the padding), drop (the kept mask scaled by 1 / (1 - p), or null); y: rows of the
-// output, stride yt.
+// One (batch, head): p, the softmax weights, key-major [T][Tp] (0 where j > i and in the
+// padding); y: rows of the output, stride yt.
 template <typename S>
-__attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S scale, const S* q,
-                                                        const S* k, const S* v, int64_t qt,
-                                                        int64_t kt, int64_t vt, const S* drop,
-                                                        S* p, S* y, int64_t yt) {
+__attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S scale,
+                                                        const HeadArgs<S>& h, S* p, S* y,
+                                                        int64_t yt) {
   using V = Vec<S>;
   const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
-  w.columns(w.a, q, qt);  // Q^T [D][Tp]
-  w.rows(w.b, v, vt);     // V [T][Dp]
-  S* st = w.c.data();     // S^T, then the weights [T][Tp]
+  const S* k = h.k;
+  int64_t kt = h.kt;
+  if (h.rd > 0) {  // q and k rotate on their way into the buffers
+    w.rotated_rows(w.d, h.q, h.qt, h);
+    w.columns(w.a, w.d.data(), Dp);
+    w.rotated_rows(w.e, h.k, h.kt, h);
+    k = w.e.data(), kt = Dp;
+  } else {
+    w.columns(w.a, h.q, h.qt);  // Q^T [D][Tp]
+  }
+  w.rows(w.b, h.v, h.vt);  // V [T][Dp]
+  S* st = w.c.data();      // S^T, then the weights [T][Tp]
   // S^T = K Q^T, from each key's first vector of queries that can see it.
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
     block_product<S>(j0, T, 0, D, k, kt, w.a.data(), Tp, j0 / V::lanes * V::lanes, T, st, Tp, scale);
@@ -182,29 +223,31 @@ __attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S sca
     }
   }
   std::copy(st, st + T * Tp, p);
-  if (drop) {
+  if (h.drop) {
 #pragma omp simd
-    for (int64_t x = 0; x < T * Tp; ++x) st[x] *= drop[x];
+    for (int64_t x = 0; x < T * Tp; ++x) st[x] *= h.drop[x];
   }
   // Y = P V: a block of queries sums over the keys up to its last query.
   for (int64_t i0 = 0; i0 < T; i0 += kRows)
     block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), st, Tp, w.b.data(), Dp, 0, D, y, yt, S(1));
 }
 
-// One (batch, head) backward: dq, dk, dv ([T, D] contiguous, every element written) from dy
-// (stride dyt) and the forward's key-major p and drop.
+// One (batch, head) backward: the rows of dq, dk and dv (strides dqt, dkt, dvt; every element
+// written) from dy (stride dyt) and the forward's key-major p. With rotary, dq and dk are
+// computed for the rotated q and k and rotated back.
 template <typename S>
-__attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S scale, const S* q,
-                                                         const S* k, const S* v, int64_t qt,
-                                                         int64_t kt, int64_t vt, const S* drop,
-                                                         const S* p, const S* dy, int64_t dyt,
-                                                         S* dq, S* dk, S* dv) {
+__attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S scale,
+                                                         const HeadArgs<S>& h, const S* p,
+                                                         const S* dy, int64_t dyt, S* dq,
+                                                         int64_t dqt, S* dk, int64_t dkt, S* dv,
+                                                         int64_t dvt) {
   using V = Vec<S>;
   const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
+  const S* drop = h.drop;
   w.columns(w.a, dy, dyt);  // dY^T [D][Tp]
   S *ds = w.b.data(), *pd = w.c.data();  // dP^T then dS^T, and P^T with dropout, [T][Tp]
   for (int64_t j0 = 0; j0 < T; j0 += kRows)  // dP^T = V dY^T
-    block_product<S>(j0, T, 0, D, v, vt, w.a.data(), Tp, j0 / V::lanes * V::lanes, T, ds, Tp, S(1));
+    block_product<S>(j0, T, 0, D, h.v, h.vt, w.a.data(), Tp, j0 / V::lanes * V::lanes, T, ds, Tp, S(1));
   // dS = P (dP - rowdot) down each query's column; dP through the dropout mask.
   for (int64_t c0 = 0; c0 < T; c0 += V::lanes) {
     const int64_t keys = std::min(T, c0 + V::lanes);
@@ -232,154 +275,211 @@ __attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S sc
   }
   // dQ = dS K reads dS^T by columns; dK = dS^T Q and dV = (P^T with dropout) dY by rows, from
   // each key on (0 before it).
-  w.rows(w.d, k, kt);
+  w.rotated_rows(w.d, h.k, h.kt, h);
   for (int64_t i0 = 0; i0 < T; i0 += kRows)
-    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, 0, D, dq, D, S(1));
-  w.rows(w.d, q, qt);
+    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, 0, D, dq, dqt, S(1));
+  if (h.rd > 0) rotate_rows<S>(T, D, h.rd, dq, dqt, h.cos, h.sin, S(-1), dq, dqt);
+  w.rotated_rows(w.d, h.q, h.qt, h);
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
-    block_product<S>(j0, T, j0, T, ds, Tp, w.d.data(), Dp, 0, D, dk, D, S(1));
+    block_product<S>(j0, T, j0, T, ds, Tp, w.d.data(), Dp, 0, D, dk, dkt, S(1));
+  if (h.rd > 0) rotate_rows<S>(T, D, h.rd, dk, dkt, h.cos, h.sin, S(-1), dk, dkt);
   w.rows(w.e, dy, dyt);
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
-    block_product<S>(j0, T, j0, T, pd, Tp, w.e.data(), Dp, 0, D, dv, D, S(1));
+    block_product<S>(j0, T, j0, T, pd, Tp, w.e.data(), Dp, 0, D, dv, dvt, S(1));
 }
 
 // The float kernels, compiled for each vector width (target_clones does not apply to templates).
-INDUCT_SIMD_CLONES void forward_head_float(HeadBuffers<float>& w, float scale, const float* q,
-                                           const float* k, const float* v, int64_t qt, int64_t kt,
-                                           int64_t vt, const float* drop, float* p, float* y,
+INDUCT_SIMD_CLONES void forward_head_float(HeadBuffers<float>& w, float scale,
+                                           const HeadArgs<float>& h, float* p, float* y,
                                            int64_t yt) {
-  forward_head<float>(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
+  forward_head<float>(w, scale, h, p, y, yt);
 }
 
-INDUCT_SIMD_CLONES void backward_head_float(HeadBuffers<float>& w, float scale, const float* q,
-                                            const float* k, const float* v, int64_t qt, int64_t kt,
-                                            int64_t vt, const float* drop, const float* p,
-                                            const float* dy, int64_t dyt, float* dq, float* dk,
-                                            float* dv) {
-  backward_head<float>(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
-}
-
-template <typename S>
-void forward_head_any(HeadBuffers<S>& w, S scale, const S* q, const S* k, const S* v, int64_t qt,
-                      int64_t kt, int64_t vt, const S* drop, S* p, S* y, int64_t yt) {
-  if constexpr (std::is_same_v<S, float>)
-    forward_head_float(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
-  else
-    forward_head<S>(w, scale, q, k, v, qt, kt, vt, drop, p, y, yt);
+INDUCT_SIMD_CLONES void backward_head_float(HeadBuffers<float>& w, float scale,
+                                            const HeadArgs<float>& h, const float* p,
+                                            const float* dy, int64_t dyt, float* dq, int64_t dqt,
+                                            float* dk, int64_t dkt, float* dv, int64_t dvt) {
+  backward_head<float>(w, scale, h, p, dy, dyt, dq, dqt, dk, dkt, dv, dvt);
 }
 
 template <typename S>
-void backward_head_any(HeadBuffers<S>& w, S scale, const S* q, const S* k, const S* v, int64_t qt,
-                       int64_t kt, int64_t vt, const S* drop, const S* p, const S* dy,
-                       int64_t dyt, S* dq, S* dk, S* dv) {
+void forward_head_any(HeadBuffers<S>& w, S scale, const HeadArgs<S>& h, S* p, S* y, int64_t yt) {
   if constexpr (std::is_same_v<S, float>)
-    backward_head_float(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
+    forward_head_float(w, scale, h, p, y, yt);
   else
-    backward_head<S>(w, scale, q, k, v, qt, kt, vt, drop, p, dy, dyt, dq, dk, dv);
+    forward_head<S>(w, scale, h, p, y, yt);
 }
 
+template <typename S>
+void backward_head_any(HeadBuffers<S>& w, S scale, const HeadArgs<S>& h, const S* p, const S* dy,
+                       int64_t dyt, S* dq, int64_t dqt, S* dk, int64_t dkt, S* dv, int64_t dvt) {
+  if constexpr (std::is_same_v<S, float>)
+    backward_head_float(w, scale, h, p, dy, dyt, dq, dqt, dk, dkt, dv, dvt);
+  else
+    backward_head<S>(w, scale, h, p, dy, dyt, dq, dqt, dk, dkt, dv, dvt);
+}
+
+// The attention's operands: q, k and v as [B, H, T, D] tensors whose last dimension is
+// contiguous (separate tensors, or views of one fused projection's output), the rotary tables
+// ([T, rd] of their type, contiguous; undefined: no rotary), and what forward saves for backward.
+struct Operands {
+  at::Tensor q, k, v, cos, sin;
+  at::Tensor p, drop;  // key-major softmax weights [B, H, T, Tp], and the dropout mask or undefined
+
+  Operands(at::Tensor q_, at::Tensor k_, at::Tensor v_, at::Tensor cos_ = {}, at::Tensor sin_ = {})
+      : q(std::move(q_)), k(std::move(k_)), v(std::move(v_)), cos(std::move(cos_)), sin(std::move(sin_)) {}
+
+  template <typename S>
+  HeadArgs<S> head(int64_t bh) const {
+    const int64_t H = q.size(1), T = q.size(2), Tp = p.size(3);
+    const int64_t b = bh / H, h = bh % H;
+    const S* dp = drop.defined() ? drop.data_ptr<S>() + bh * T * Tp : nullptr;
+    return {q.data_ptr<S>() + at(q, b, h), k.data_ptr<S>() + at(k, b, h), v.data_ptr<S>() + at(v, b, h),
+            q.stride(2), k.stride(2), v.stride(2),
+            cos.defined() ? cos.data_ptr<S>() : nullptr, sin.defined() ? sin.data_ptr<S>() : nullptr,
+            cos.defined() ? cos.size(1) : 0, dp};
+  }
+  static int64_t at(const at::Tensor& x, int64_t b, int64_t h) { return b * x.stride(0) + h * x.stride(1); }
+};
+
+// Forward: fills o.p and o.drop, returns y [B, T, H * D] (heads merged).
+at::Tensor attention_forward(Operands& o, double dropout, bool training) {
+  const at::Tensor& q = o.q;
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const int64_t Tp = round_up(T, q.scalar_type() == at::kFloat ? Vec<float>::lanes : Vec<double>::lanes);
+  o.p = at::empty({B, H, T, Tp}, q.options());  // key-major, padded: [b, h, key, query]
+  o.drop = at::Tensor();
+  if (training && dropout > 0) {
+    if (q.scalar_type() == at::kFloat) {  // the SDK's dropout mask
+      o.drop = at::empty({B, H, T, Tp}, q.options());
+      dropout_mask(draw_seed(), dropout, o.drop.numel(), o.drop.data_ptr<float>());
+    } else {  // LibTorch's draws, as its dropout on [B, H, query, key] (tests compare with it)
+      auto draws = at::empty({B, H, T, T}, q.options()).bernoulli_(1 - dropout).div_(1 - dropout);
+      o.drop = at::zeros({B, H, T, Tp}, q.options());
+      o.drop.narrow(3, 0, T).copy_(draws.transpose(2, 3));
+    }
+  }
+  auto y = at::empty({B, T, H * D}, q.options());  // heads merged: [B, T, H, D]
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "causal_attention", [&] {
+    const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
+    scalar_t *pp = o.p.data_ptr<scalar_t>(), *yp = y.data_ptr<scalar_t>();
+    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+      HeadBuffers<scalar_t> buffers(T, D);
+      for (int64_t bh = begin; bh < end; ++bh) {
+        if (bh + 1 < end) prefetch_head(o.head<scalar_t>(bh + 1), T, D);
+        forward_head_any<scalar_t>(buffers, scale, o.head<scalar_t>(bh), pp + bh * T * Tp,
+                                   yp + bh / H * T * H * D + bh % H * D, H * D);
+      }
+    });
+  });
+  return y;
+}
+
+// Backward: dy [B, T, H * D] contiguous; dq, dk, dv: [B, H, T, D] tensors (or views) to fill.
+void attention_backward(const Operands& o, const at::Tensor& dy, at::Tensor& dq, at::Tensor& dk,
+                        at::Tensor& dv) {
+  const int64_t B = o.q.size(0), H = o.q.size(1), T = o.q.size(2), D = o.q.size(3), Tp = o.p.size(3);
+  AT_DISPATCH_FLOATING_TYPES(o.q.scalar_type(), "causal_attention_backward", [&] {
+    const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
+    const scalar_t *pp = o.p.data_ptr<scalar_t>(), *dyp = dy.data_ptr<scalar_t>();
+    scalar_t *dqp = dq.data_ptr<scalar_t>(), *dkp = dk.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
+    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+      HeadBuffers<scalar_t> buffers(T, D);
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / H, h = bh % H;
+        if (bh + 1 < end) {
+          prefetch_head(o.head<scalar_t>(bh + 1), T, D);
+          prefetch_rows(dyp + (bh + 1) / H * T * H * D + (bh + 1) % H * D, H * D, T, D);
+        }
+        backward_head_any<scalar_t>(buffers, scale, o.head<scalar_t>(bh), pp + bh * T * Tp,
+                                    dyp + b * T * H * D + h * D, H * D,
+                                    dqp + Operands::at(dq, b, h), dq.stride(2),
+                                    dkp + Operands::at(dk, b, h), dk.stride(2),
+                                    dvp + Operands::at(dv, b, h), dv.stride(2));
+      }
+    });
+  });
+}
+
+at::Tensor saved_or_undefined(torch::autograd::AutogradContext* ctx, const std::string& key) {
+  const auto& value = ctx->saved_data[key];
+  return value.isTensor() ? value.toTensor() : at::Tensor();
+}
+
+// q, k and v as separate tensors.
 class FusedAttention : public torch::autograd::Function<FusedAttention> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const at::Tensor& q, const at::Tensor& k,
                                                 const at::Tensor& v, double dropout, bool training) {
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
-    const int64_t Tp = round_up(T, q.scalar_type() == at::kFloat ? Vec<float>::lanes : Vec<double>::lanes);
-    auto p = at::empty({B, H, T, Tp}, q.options());  // key-major, padded: [b, h, key, query]
-    at::Tensor drop;
-    if (training && dropout > 0) {
-      if (q.scalar_type() == at::kFloat) {  // the SDK's dropout mask
-        drop = at::empty({B, H, T, Tp}, q.options());
-        dropout_mask(draw_seed(), dropout, drop.numel(), drop.data_ptr<float>());
-      } else {  // LibTorch's draws, as its dropout on [B, H, query, key] (tests compare with it)
-        auto draws = at::empty({B, H, T, T}, q.options()).bernoulli_(1 - dropout).div_(1 - dropout);
-        drop = at::zeros({B, H, T, Tp}, q.options());
-        drop.narrow(3, 0, T).copy_(draws.transpose(2, 3));
-      }
-    }
-    auto y = at::empty({B, T, H * D}, q.options());  // heads merged: [B, T, H, D]
-    const Layout lq(q), lk(k), lv(v);
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "causal_attention", [&] {
-      const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
-      const scalar_t *qp = q.data_ptr<scalar_t>(), *kp = k.data_ptr<scalar_t>(), *vp = v.data_ptr<scalar_t>();
-      const scalar_t* dp = drop.defined() ? drop.data_ptr<scalar_t>() : nullptr;
-      scalar_t *pp = p.data_ptr<scalar_t>(), *yp = y.data_ptr<scalar_t>();
-      at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        HeadBuffers<scalar_t> buffers(T, D);
-        for (int64_t bh = begin; bh < end; ++bh) {
-          const int64_t b = bh / H, h = bh % H;
-          if (bh + 1 < end) prefetch_head(bh + 1, H, T, D, qp, lq, kp, lk, vp, lv);
-          forward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
-                                     vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                     dp ? dp + bh * T * Tp : nullptr, pp + bh * T * Tp,
-                                     yp + b * T * H * D + h * D, H * D);
-        }
-      });
-    });
+    Operands o(q, k, v);
+    auto y = attention_forward(o, dropout, training);
     ctx->save_for_backward({q, k, v});
-    ctx->saved_data["p"] = p;
-    ctx->saved_data["drop"] = drop;
+    ctx->saved_data["p"] = o.p;
+    ctx->saved_data["drop"] = o.drop;
     return {y};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &q = saved[0], &k = saved[1], &v = saved[2];
-    const auto p = ctx->saved_data["p"].toTensor();
-    const auto drop_value = ctx->saved_data["drop"];
-    const at::Tensor drop = drop_value.isTensor() ? drop_value.toTensor() : at::Tensor();
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), Tp = p.size(3);
-    const auto dy = grads[0].contiguous();  // [B, T, H * D]
-    auto dq = at::empty({B, H, T, D}, q.options());
-    auto dk = at::empty({B, H, T, D}, q.options());
-    auto dv = at::empty({B, H, T, D}, q.options());
-    const Layout lq(q), lk(k), lv(v);
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "causal_attention_backward", [&] {
-      const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
-      const scalar_t *qp = q.data_ptr<scalar_t>(), *kp = k.data_ptr<scalar_t>(), *vp = v.data_ptr<scalar_t>();
-      const scalar_t* dropp = drop.defined() ? drop.data_ptr<scalar_t>() : nullptr;
-      const scalar_t *pp = p.data_ptr<scalar_t>(), *dyp = dy.data_ptr<scalar_t>();
-      scalar_t *dqp = dq.data_ptr<scalar_t>(), *dkp = dk.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
-      at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-        HeadBuffers<scalar_t> buffers(T, D);
-        for (int64_t bh = begin; bh < end; ++bh) {
-          const int64_t b = bh / H, h = bh % H;
-          if (bh + 1 < end) {
-            prefetch_head(bh + 1, H, T, D, qp, lq, kp, lk, vp, lv);
-            prefetch_rows(dyp + (bh + 1) / H * T * H * D + (bh + 1) % H * D, H * D, T, D);
-          }
-          backward_head_any<scalar_t>(buffers, scale, qp + lq.at(b, h, 0), kp + lk.at(b, h, 0),
-                                      vp + lv.at(b, h, 0), lq.t, lk.t, lv.t,
-                                      dropp ? dropp + bh * T * Tp : nullptr, pp + bh * T * Tp,
-                                      dyp + b * T * H * D + h * D, H * D, dqp + bh * T * D,
-                                      dkp + bh * T * D, dvp + bh * T * D);
-        }
-      });
-    });
+    Operands o(saved[0], saved[1], saved[2]);
+    o.p = ctx->saved_data["p"].toTensor();
+    o.drop = saved_or_undefined(ctx, "drop");
+    auto dq = at::empty(o.q.sizes(), o.q.options());
+    auto dk = at::empty(o.q.sizes(), o.q.options());
+    auto dv = at::empty(o.q.sizes(), o.q.options());
+    attention_backward(o, grads[0].contiguous(), dq, dk, dv);
     return {dq, dk, dv, at::Tensor(), at::Tensor()};
   }
 };
 
-// Rotary on one [T, D] row block of a head: pairs (i, i + rd/2) of the first rd features
-// rotate by the tables' angles, the rest pass through. Backward is the inverse rotation.
+// q, k and v ([B, H, T, D] views) in the fused projection's output [B, T, 3 * H * D].
+std::array<at::Tensor, 3> split_qkv(const at::Tensor& qkv, int64_t H) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(2) / (3 * H);
+  auto parts = qkv.view({B, T, 3, H, D}).permute({2, 0, 3, 1, 4});
+  return {parts[0], parts[1], parts[2]};
+}
+
+// The fused projection's output as one tensor, rotary included: its gradient is one tensor
+// written in place by the kernel (no split, rotary or stacking of the three gradients as
+// separate operations).
+class FusedQkvAttention : public torch::autograd::Function<FusedQkvAttention> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv,
+                            const c10::optional<at::Tensor>& cos, const c10::optional<at::Tensor>& sin,
+                            int64_t heads, double dropout, bool training) {
+    auto [q, k, v] = split_qkv(qkv, heads);
+    Operands o(q, k, v, cos ? *cos : at::Tensor(), sin ? *sin : at::Tensor());
+    auto y = attention_forward(o, dropout, training);
+    ctx->save_for_backward({qkv});
+    ctx->saved_data["cos"] = o.cos;
+    ctx->saved_data["sin"] = o.sin;
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["p"] = o.p;
+    ctx->saved_data["drop"] = o.drop;
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto qkv = ctx->get_saved_variables()[0];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    auto [q, k, v] = split_qkv(qkv, heads);
+    Operands o(q, k, v, saved_or_undefined(ctx, "cos"), saved_or_undefined(ctx, "sin"));
+    o.p = ctx->saved_data["p"].toTensor();
+    o.drop = saved_or_undefined(ctx, "drop");
+    auto dqkv = at::empty(qkv.sizes(), qkv.options());
+    auto [dq, dk, dv] = split_qkv(dqkv, heads);
+    attention_backward(o, grads[0].contiguous(), dq, dk, dv);
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// Rotary on one [T, D] row block of a head, y contiguous (the SDK's apply_rotary).
 INDUCT_SIMD_CLONES void rotary_head(int64_t T, int64_t D, int64_t rd, const float* x, int64_t xt,
                                     const float* cos, const float* sin, float* y, bool inverse) {
-  const int64_t half = rd / 2;
-  const float sign = inverse ? -1.0f : 1.0f;
-  for (int64_t t = 0; t < T; ++t) {
-    const float* xr = x + t * xt;
-    const float* c = cos + t * rd;
-    const float* s = sin + t * rd;
-    float* yr = y + t * D;
-#pragma omp simd
-    for (int64_t i = 0; i < half; ++i) {
-      const float x1 = xr[i], x2 = xr[i + half];
-      yr[i] = x1 * c[i] - sign * x2 * s[i];
-      yr[i + half] = x2 * c[i + half] + sign * x1 * s[i + half];
-    }
-    for (int64_t d = rd; d < D; ++d) yr[d] = xr[d];
-  }
+  rotate_rows<float>(T, D, rd, x, xt, cos, sin, inverse ? -1.0f : 1.0f, y, D);
 }
 
 class FusedRotary : public torch::autograd::Function<FusedRotary> {
@@ -403,12 +503,12 @@ class FusedRotary : public torch::autograd::Function<FusedRotary> {
     const auto x = input.stride(3) == 1 ? input : input.contiguous();
     const int64_t B = x.size(0), H = x.size(1), T = x.size(2), D = x.size(3), rd = cos.size(1);
     auto y = at::empty({B, H, T, D}, x.options());
-    const Layout lx(x);
     const float *xp = x.data_ptr<float>(), *cp = cos.data_ptr<float>(), *sp = sin.data_ptr<float>();
     float* yp = y.data_ptr<float>();
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
       for (int64_t bh = begin; bh < end; ++bh)
-        rotary_head(T, D, rd, xp + lx.at(bh / H, bh % H, 0), lx.t, cp, sp, yp + bh * T * D, inverse);
+        rotary_head(T, D, rd, xp + Operands::at(x, bh / H, bh % H), x.stride(2), cp, sp,
+                    yp + bh * T * D, inverse);
     });
     return y;
   }
@@ -440,6 +540,10 @@ at::Tensor attention_by_ops(const at::Tensor& q, const at::Tensor& k, const at::
   return at::matmul(weights, v).transpose(1, 2).reshape({B, T, H * D});
 }
 
+bool fusable_types(const at::Tensor& x) {
+  return x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+}
+
 }  // namespace
 
 at::Tensor apply_rotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
@@ -454,12 +558,35 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             double dropout, bool training, bool fused) {
   TORCH_CHECK(q.dim() == 4 && k.sizes() == q.sizes() && v.sizes() == q.sizes(),
               "causal_attention: q, k and v must be [B, heads, T, head_dim] alike");
-  const bool cpu = q.device().is_cpu() && k.device().is_cpu() && v.device().is_cpu();
-  if (!fused || !cpu || q.scalar_type() != k.scalar_type() || q.scalar_type() != v.scalar_type())
+  if (!fused || !fusable_types(q) || !fusable_types(k) || !fusable_types(v) ||
+      q.scalar_type() != k.scalar_type() || q.scalar_type() != v.scalar_type())
     return attention_by_ops(q, k, v, dropout, training);
   auto last_contiguous = [](const at::Tensor& x) { return x.stride(3) == 1 ? x : x.contiguous(); };
   return FusedAttention::apply(last_contiguous(q), last_contiguous(k), last_contiguous(v), dropout,
                                training)[0];
+}
+
+at::Tensor causal_attention_qkv(const at::Tensor& qkv, int64_t heads, double dropout,
+                                bool training, const at::Tensor& cos, const at::Tensor& sin) {
+  TORCH_CHECK(qkv.dim() == 3 && heads > 0 && qkv.size(2) % (3 * heads) == 0,
+              "causal_attention_qkv: qkv must be [B, T, 3 * heads * head_dim]");
+  TORCH_CHECK(cos.defined() == sin.defined(), "causal_attention_qkv: give both rotary tables or neither");
+  const int64_t T = qkv.size(1), D = qkv.size(2) / (3 * heads);
+  if (cos.defined())
+    TORCH_CHECK(cos.dim() == 2 && cos.sizes() == sin.sizes() && cos.size(0) >= T &&
+                    cos.size(1) % 2 == 0 && cos.size(1) <= D,
+                "causal_attention_qkv: rotary tables must be [>= T, even rotary_dim <= head_dim]");
+  if (!fusable_types(qkv)) {
+    auto [q, k, v] = split_qkv(qkv, heads);
+    if (cos.defined()) q = apply_rotary(q, cos, sin), k = apply_rotary(k, cos, sin);
+    return attention_by_ops(q, k, v, dropout, training);
+  }
+  c10::optional<at::Tensor> c, s;
+  if (cos.defined()) {
+    c = cos.slice(0, 0, T).to(qkv.scalar_type()).contiguous();
+    s = sin.slice(0, 0, T).to(qkv.scalar_type()).contiguous();
+  }
+  return FusedQkvAttention::apply(qkv.contiguous(), c, s, heads, dropout, training);
 }
 
 }  // namespace induct::nn

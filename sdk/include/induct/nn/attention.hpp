@@ -32,6 +32,17 @@ torch::Tensor INDUCT_SDK_API causal_attention(const torch::Tensor& q, const torc
                                               const torch::Tensor& v, double dropout, bool training,
                                               bool fused = true);
 
+// The same on the fused projection's output: qkv [B, T, 3 * heads * head_dim], each token laid
+// out [q | k | v] and each of those [heads x head_dim]; with rotary tables (cos, sin
+// [>= T, rotary_dim], as rotary_tables makes them) q and k rotate first, as apply_rotary.
+// -> [B, T, heads * head_dim]. On the CPU (float and double) one autograd node whose gradient
+// is one [B, T, 3 * heads * head_dim] tensor: no split of q, k and v, rotary pass or stacking
+// of their gradients as separate operations. Elsewhere LibTorch operations.
+torch::Tensor INDUCT_SDK_API causal_attention_qkv(const torch::Tensor& qkv, int64_t heads,
+                                                  double dropout, bool training,
+                                                  const torch::Tensor& cos = {},
+                                                  const torch::Tensor& sin = {});
+
 struct AttentionOptions {
   int64_t dim = 256;
   int64_t heads = 4;
