@@ -287,6 +287,35 @@ BOOST_AUTO_TEST_CASE(fused_swiglu_and_rms_norm_match_libtorch_operations) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fused_layer_norm_matches_libtorch) {
+  // The fused float kernel against LibTorch's layer_norm in double: output and the gradients of
+  // x, weight and bias; rows of 64 features (a whole number of vectors) and of 37. The fallback
+  // (double) is LibTorch's own.
+  for (int64_t n : {64, 37}) {
+    auto run = [&](torch::Dtype dtype, bool sdk) {
+      torch::manual_seed(13);
+      auto opts = torch::TensorOptions().dtype(torch::kDouble);
+      std::vector<torch::Tensor> in{torch::randn({5, 3, n}, opts) * 3 + 1, torch::randn({n}, opts),
+                                    torch::randn({n}, opts)};
+      for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+      auto y = sdk ? induct::nn::layer_norm(in[0], in[1], in[2], 1e-5)
+                   : torch::layer_norm(in[0], {n}, in[1], in[2], 1e-5);
+      auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+      (y * w).sum().backward();
+      std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+      for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+      return out;
+    };
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+    const char* names[] = {"y", "dx", "dweight", "dbias"};
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
+      BOOST_TEST(error < 1e-5, names[i] << " n " << n << ": " << error);
+      BOOST_TEST(torch::equal(dd[i], d[i]), "fallback " << names[i]);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {
   const double p = 0.3;
   auto x = torch::ones({1000, 1000}).requires_grad_(true);

@@ -54,7 +54,10 @@ class Norm {
       layer_ = owner.register_module(
           name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model}).eps(c.norm_eps)));
   }
-  torch::Tensor operator()(const torch::Tensor& x) { return rms_ ? rms_(x) : layer_(x); }
+  torch::Tensor operator()(const torch::Tensor& x) {
+    if (rms_) return rms_(x);
+    return induct::nn::layer_norm(x, layer_->weight, layer_->bias, layer_->options.eps());
+  }
 
  private:
   induct::nn::RMSNorm rms_{nullptr};

@@ -195,6 +195,90 @@ class FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
   }
 };
 
+// LayerNorm rows of n features. Forward keeps the mean and r = 1 / sqrt(var + eps) per row (the
+// biased variance, as LibTorch's); backward, with xhat = (x - mean) r and g = dy * w:
+// dx = r (g - mean(g) - xhat mean(g xhat)), dw += dy xhat, db += dy.
+INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, const float* x,
+                                           const float* w, const float* b, float* y, float* mean,
+                                           float* r) {
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * n;
+    float* yr = y + row * n;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += xr[i];
+    const float mu = sum * inv_n;
+    float var = 0;
+#pragma omp simd reduction(+ : var)
+    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mu) * (xr[i] - mu);
+    const float rr = 1.0f / std::sqrt(var * inv_n + eps);
+    mean[row] = mu;
+    r[row] = rr;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rr * w[i] + b[i];
+  }
+}
+
+INDUCT_SIMD_CLONES void layer_norm_backward(int64_t rows, int64_t n, const float* x, const float* w,
+                                            const float* mean, const float* r, const float* dy,
+                                            float* dx, float* dw, float* db) {
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * n;
+    const float* dyr = dy + row * n;
+    float* dxr = dx + row * n;
+    const float mu = mean[row], rr = r[row];
+    float sum_g = 0, sum_gx = 0;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = dyr[i] * w[i];
+      sum_g += g;
+      sum_gx += g * (xr[i] - mu) * rr;
+    }
+    const float a = sum_g * inv_n, c = sum_gx * inv_n;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float xhat = (xr[i] - mu) * rr;
+      dxr[i] = rr * (dyr[i] * w[i] - a - xhat * c);
+      dw[i] += dyr[i] * xhat;
+      db[i] += dyr[i];
+    }
+  }
+}
+
+class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& weight, const at::Tensor& bias, double eps) {
+    const auto x = input.contiguous();
+    const int64_t n = x.size(-1), rows = x.numel() / n;
+    auto y = at::empty_like(x);
+    auto mean = at::empty({rows}, x.options()), r = at::empty({rows}, x.options());
+    layer_norm_forward(rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
+                       bias.data_ptr<float>(), y.data_ptr<float>(), mean.data_ptr<float>(),
+                       r.data_ptr<float>());
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["mean"] = mean;
+    ctx->saved_data["r"] = r;
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &w = saved[1];
+    const auto mean = ctx->saved_data["mean"].toTensor(), r = ctx->saved_data["r"].toTensor();
+    const auto dy = grads[0].contiguous();
+    const int64_t n = x.size(-1), rows = x.numel() / n;
+    auto dx = at::empty_like(x);
+    auto dw = at::zeros_like(w), db = at::zeros_like(w);
+    layer_norm_backward(rows, n, x.data_ptr<float>(), w.data_ptr<float>(), mean.data_ptr<float>(),
+                        r.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>(),
+                        dw.data_ptr<float>(), db.data_ptr<float>());
+    return {dx, dw, db, at::Tensor()};
+  }
+};
+
 // murmur3's 32-bit finaliser: a bijection that mixes every input bit into every output bit.
 inline uint32_t mix(uint32_t x) {
   x ^= x >> 16;
@@ -280,6 +364,16 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (!fusable(x) || !fusable(weight) || !weight.is_contiguous())
     return x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps) * weight;
   return FusedRmsNorm::apply(x, weight, eps);
+}
+
+at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      double eps) {
+  const bool fused = fusable(x) && x.dim() >= 1 && weight.defined() && bias.defined() &&
+                     fusable(weight) && fusable(bias) && weight.dim() == 1 && bias.dim() == 1 &&
+                     weight.is_contiguous() && bias.is_contiguous() &&
+                     weight.size(0) == x.size(-1) && bias.size(0) == x.size(-1);
+  if (!fused) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+  return FusedLayerNorm::apply(x, weight, bias, eps);
 }
 
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {
