@@ -97,6 +97,14 @@ __attribute__((always_inline)) inline void block_product(int64_t r0, int64_t row
   }
 }
 
+// A short row (a head's D features): inlined into the kernels' clones as vector moves, where
+// std::copy calls memmove once per row.
+template <typename S>
+__attribute__((always_inline)) inline void copy_row(const S* src, int64_t n, S* dst) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
 // Rotary on T rows of a head (row t at x + t * xt, written to y + t * yt; y may be x): the pairs
 // (i, i + rd/2) of the first rd features rotate by row t's angles in the [T][rd] tables, by
 // their inverse when sign is -1; the other features are copied (when y is not x).
@@ -116,7 +124,7 @@ __attribute__((always_inline)) inline void rotate_rows(int64_t T, int64_t D, int
       yr[i] = x1 * c[i] - sign * x2 * s[i];
       yr[i + half] = x2 * c[i + half] + sign * x1 * s[i + half];
     }
-    if (yr != xr) std::copy(xr + rd, xr + D, yr + rd);
+    if (yr != xr) copy_row(xr + rd, D - rd, yr + rd);
   }
 }
 
@@ -151,17 +159,19 @@ struct HeadBuffers {
     const auto n = static_cast<size_t>(std::max(T * Tp, std::max(D * Tp, T * Dp)));
     for (auto* buffer : {&a, &b, &c, &d, &e}) buffer->assign(n, S(0));
   }
+  // (Inlined, so that they are compiled for each clone of the kernels that call them.)
   // rows [T][Dp] from a strided source
-  void rows(std::vector<S>& dst, const S* src, int64_t st) const {
-    for (int64_t t = 0; t < T; ++t) std::copy(src + t * st, src + t * st + D, dst.data() + t * Dp);
+  __attribute__((always_inline)) void rows(std::vector<S>& dst, const S* src, int64_t st) const {
+    for (int64_t t = 0; t < T; ++t) copy_row(src + t * st, D, dst.data() + t * Dp);
   }
   // rows [T][Dp] from a strided source, rotated when the head has rotary tables
-  void rotated_rows(std::vector<S>& dst, const S* src, int64_t st, const HeadArgs<S>& h) const {
+  __attribute__((always_inline)) void rotated_rows(std::vector<S>& dst, const S* src, int64_t st,
+                                                   const HeadArgs<S>& h) const {
     if (h.rd == 0) return rows(dst, src, st);
     rotate_rows<S>(T, D, h.rd, src, st, h.cos, h.sin, S(1), dst.data(), Dp);
   }
   // transposed [D][Tp] from a strided source
-  void columns(std::vector<S>& dst, const S* src, int64_t st) const {
+  __attribute__((always_inline)) void columns(std::vector<S>& dst, const S* src, int64_t st) const {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t d = 0; d < D; ++d) dst[d * Tp + t] = src[t * st + d];
   }
