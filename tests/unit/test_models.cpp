@@ -163,10 +163,12 @@ BOOST_DATA_TEST_CASE(tiny_model_fits_parity_and_beats_chance,
                      bdata::make(std::vector<std::string>{"gpt2", "llama", "pythia", "mamba"}) ^
                          bdata::make(std::vector<std::string>{"cot", "cot", "cot", "acot"}),
                      name, format) {
-  // Without dropout, so that the training loss measures fitting.
+  // Without dropout, so that the training loss measures fitting. Mamba's training loss at this
+  // learning rate jumps between 0.005 and 0.05 for its first 1500 steps (a float rounding
+  // change moves where it is at step 1000), then settles below 1e-3: it gets 2500 steps.
   std::string model = kSmall.at(name);
   if (name == "gpt2") model.replace(model.size() - 1, 1, ", dropout: 0}");
-  TrialResult r = learn_parity(model, format, 3e-3, 1000);
+  TrialResult r = learn_parity(model, format, 3e-3, name == "mamba" ? 2500 : 1000);
   BOOST_REQUIRE(!r.history.empty());
   BOOST_TEST(r.history.back().train_loss < 0.02, name << ": training loss " << r.history.back().train_loss);
   BOOST_TEST(r.last.token_accuracy > 0.85, name << ": validation token accuracy " << r.last.token_accuracy);

@@ -6,6 +6,7 @@
 // Inputs come from a small vocabulary, so the full model builds one H x H matrix per token
 // once per forward (A_v = W e_v) and gathers them; it never contracts W per step.
 #include <induct/model.hpp>
+#include <induct/nn/linear.hpp>
 #include <induct/plugin.hpp>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -58,11 +59,13 @@ class DenseSsm final : public induct::SequenceModel {
       per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({V, H, H});
     else  // V^T e_v: [V, R]
       per_token = torch::matmul(e, V_);
+    // The per-step product as the SDK's linear, whose weight is [out, in]: [V*H, H].
+    if (side_by_side) per_token = per_token.t().contiguous();
     auto h = h0_.expand({B, H});  // [B, H]
     std::vector<torch::Tensor> states;
     for (const auto& token : tokens.unbind(1)) {  // token: [B]
       if (side_by_side) {
-        auto all = torch::matmul(h, per_token).view({B, V, H});                  // [B, V, H]
+        auto all = induct::nn::linear(h, per_token).view({B, V, H});             // [B, V, H]
         h = all.gather(1, token.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);  // [B, H]
       } else if (c_.rank == 0) {
         auto A = per_token.index_select(0, token);              // [B, H, H]
@@ -74,7 +77,7 @@ class DenseSsm final : public induct::SequenceModel {
       if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(1e-12);
       states.push_back(h);
     }
-    return head_(torch::stack(states, 1));  // [B, T, V]
+    return induct::nn::linear(torch::stack(states, 1), head_->weight, head_->bias);  // [B, T, V]
   }
 
  private:
@@ -106,4 +109,6 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("dense_ssm", "1.0.0", register_components)
+// 1.1.0: the head and the per-step product on the SDK's linear (oneDNN's sgemm; results differ
+// by float rounding, so stored 1.0.0 trials are not reused).
+INDUCT_PLUGIN("dense_ssm", "1.1.0", register_components)
