@@ -238,4 +238,6 @@ void register_components(induct::Registrar& r) {
 // 1.1.0: attention through the SDK's fused causal_attention (results differ by float rounding,
 // so stored 1.0.0 trials are not reused). 1.2.0: the SDK's linear (oneDNN's sgemm) and the
 // key-major attention kernel, whose dropout masks index the weights differently.
-INDUCT_PLUGIN("transformer", "1.2.0", register_components)
+// 1.3.0: the SDK's layer_norm, the attention kernel on the fused projection's output with
+// rotary inside, bias rows and gradients by the SDK's own loops (rounding again).
+INDUCT_PLUGIN("transformer", "1.3.0", register_components)
