@@ -11,12 +11,16 @@
 // 20 more steps of the last (model, length) run under LibTorch's profiler, written to FILE as a
 // Chrome trace; bench/trace_summary.py totals it by operation.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/nn/functional/loss.h>
+
+#include <induct/nn/linear.hpp>
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
@@ -41,18 +45,26 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// GFLOP/s of a large float32 matmul (1280x256 by 256x1024, as measured in the notes).
+// GFLOP/s of a large float32 matmul (1280x256 by 256x1024, as measured in the notes), the
+// faster of LibTorch's matmul (OpenBLAS) and the SDK's linear (oneDNN's sgemm, which the SDK's
+// blocks use), half the budget each.
 double gemm_peak(double budget) {
+  torch::NoGradGuard no_grad;
   auto a = torch::randn({1280, 256}), b = torch::randn({256, 1024});
-  torch::Tensor c;
-  for (int i = 0; i < 5; ++i) c = torch::matmul(a, b);
-  int64_t runs = 0;
-  auto start = std::chrono::steady_clock::now();
-  while (seconds_since(start) < budget) {
-    c = torch::matmul(a, b);
-    ++runs;
-  }
-  return 2.0 * 1280 * 256 * 1024 * runs / seconds_since(start) / 1e9;
+  auto bt = b.t().contiguous();  // linear's weight: [out, in]
+  auto rate = [&](const std::function<torch::Tensor()>& product) {
+    torch::Tensor c;
+    for (int i = 0; i < 5; ++i) c = product();
+    int64_t runs = 0;
+    auto start = std::chrono::steady_clock::now();
+    while (seconds_since(start) < budget / 2) {
+      c = product();
+      ++runs;
+    }
+    return 2.0 * 1280 * 256 * 1024 * runs / seconds_since(start) / 1e9;
+  };
+  return std::max(rate([&] { return torch::matmul(a, b); }),
+                  rate([&] { return induct::nn::linear(a, bt); }));
 }
 
 // Forward FLOPs of one batch from the model's matrix products (and the scan for Mamba);

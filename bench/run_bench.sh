@@ -23,7 +23,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 bench=build/bin/induct_bench
 python=/usr/bin/python3
 peak=$($bench --peak-only --seconds "$seconds" | awk '{print $2}')
-echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), 1 thread; float32 GEMM peak ${peak} GFLOP/s"
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), 1 thread; float32 GEMM peak ${peak} GFLOP/s (the faster of OpenBLAS and oneDNN)"
 echo "sizes: ${small:-paper} (batch 64, vocabulary 12)"
 printf "%-10s %10s %6s %10s %10s %6s %9s %7s\n" model params tokens "C++ st/s" "Py st/s" ratio "GFLOP/s" "% peak"
 for model in ${models//,/ }; do
