@@ -64,10 +64,10 @@ class MambaBlock : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
     const int64_t N = c_.d_state;
-    auto xz = project(in_proj, norm(x)).chunk(2, -1);                          // 2 x [B, T, Di]
+    auto xz = project(in_proj, norm(x)).chunk(2, -1);                        // 2 x [B, T, Di]
     auto u = torch::silu(causal_conv(xz[0]));                                // [B, T, Di]
-    auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);               // [B, T, R|N|N]
-    auto delta = torch::softplus(project(dt_proj, dbc[0]));                    // [B, T, Di]
+    auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);             // [B, T, R|N|N]
+    auto delta = torch::softplus(project(dt_proj, dbc[0]));                  // [B, T, Di]
     auto A = -torch::exp(A_log);                                             // [Di, N]
     auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D);     // [B, T, Di]
     return x + project(out_proj, y * torch::silu(xz[1]));

@@ -1,5 +1,5 @@
 // The fused causal attention core and rotary embedding (induct/nn/attention.hpp:
-// causal_attention, apply_rotary).
+// causal_attention, causal_attention_qkv, apply_rotary).
 //
 // LibTorch's CPU bmm runs small batched products as one select + mm per batch entry: for the
 // [B * heads] tiny products of attention that was thousands of operations per training step
