@@ -1,5 +1,7 @@
 #include "induct/nn/lstm.hpp"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -13,20 +15,24 @@ namespace {
 using simd::sigmoid_approx;
 using simd::tanh_approx;
 
-// One step forward. g: [B, 4H] pre-activations in, activations out; c_prev, c, tc (tanh c),
-// h: [B, H].
+// All buffers are batch-major ([B, T, ...], as the layer's input and output), so a step's rows
+// are strided: row b of step t's gates is at g + b * ld_g, of its states at ... + b * ld.
+// c_prev has its own stride: at t = 0 it is one zero row read with stride 0.
+
+// One step forward. g: pre-activations in, activations out (row stride ld_g); c_prev (stride
+// ld_cp); c, tc (tanh c), h: row stride ld.
 INDUCT_SIMD_CLONES
-void gates_forward(int64_t batch, int64_t H, float* g, const float* c_prev, float* c, float* tc,
-                   float* h) {
+void gates_forward(int64_t batch, int64_t H, float* g, int64_t ld_g, const float* c_prev,
+                   int64_t ld_cp, float* c, float* tc, float* h, int64_t ld) {
   for (int64_t b = 0; b < batch; ++b) {
-    float* gi = g + b * 4 * H;
+    float* gi = g + b * ld_g;
     float* gf = gi + H;
     float* gg = gi + 2 * H;
     float* go = gi + 3 * H;
-    const float* cp = c_prev + b * H;
-    float* cb = c + b * H;
-    float* tb = tc + b * H;
-    float* hb = h + b * H;
+    const float* cp = c_prev + b * ld_cp;
+    float* cb = c + b * ld;
+    float* tb = tc + b * ld;
+    float* hb = h + b * ld;
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
       const float i = sigmoid_approx(gi[j]), f = sigmoid_approx(gf[j]);
@@ -44,33 +50,37 @@ void gates_forward(int64_t batch, int64_t H, float* g, const float* c_prev, floa
   }
 }
 
-// One step backward. a: [B, 4H] activations of the step; tc, c_prev: [B, H]; dh: the gradient
-// of h (output plus recurrent), dc: of c, in; of c_prev, out; dg: [B, 4H] the gradient of the
-// pre-activations, out.
+// One step backward. a: the step's activations (stride ld_g); tc (stride ld), c_prev (ld_cp);
+// the gradient of h is dh_out (the layer's output, stride ld) plus dh_rec (through W_hh from
+// step t + 1, [B, H]); dc: of c in, of c_prev out ([B, H]); dg: of the pre-activations, out
+// (stride ld_g).
 INDUCT_SIMD_CLONES
-void gates_backward(int64_t batch, int64_t H, const float* a, const float* tc, const float* c_prev,
-                    const float* dh, float* dc, float* dg) {
+void gates_backward(int64_t batch, int64_t H, const float* a, int64_t ld_g, const float* tc,
+                    const float* c_prev, int64_t ld_cp, const float* dh_out, int64_t ld,
+                    const float* dh_rec, float* dc, float* dg) {
   for (int64_t b = 0; b < batch; ++b) {
-    const float* ai = a + b * 4 * H;
+    const float* ai = a + b * ld_g;
     const float* af = ai + H;
     const float* ag = ai + 2 * H;
     const float* ao = ai + 3 * H;
-    float* di = dg + b * 4 * H;
+    float* di = dg + b * ld_g;
     float* df = di + H;
     float* dgg = di + 2 * H;
     float* dout = di + 3 * H;
-    const float* tb = tc + b * H;
-    const float* cp = c_prev + b * H;
-    const float* dhb = dh + b * H;
+    const float* tb = tc + b * ld;
+    const float* cp = c_prev + b * ld_cp;
+    const float* dhb = dh_out + b * ld;
+    const float* drb = dh_rec + b * H;
     float* dcb = dc + b * H;
 #pragma omp simd
     for (int64_t j = 0; j < H; ++j) {
       const float i = ai[j], f = af[j], v = ag[j], o = ao[j], t = tb[j];
-      const float d = dcb[j] + dhb[j] * o * (1.0f - t * t);
+      const float dh = dhb[j] + drb[j];
+      const float d = dcb[j] + dh * o * (1.0f - t * t);
       di[j] = d * v * i * (1.0f - i);
       df[j] = d * cp[j] * f * (1.0f - f);
       dgg[j] = d * i * (1.0f - v * v);
-      dout[j] = dhb[j] * t * o * (1.0f - o);
+      dout[j] = dh * t * o * (1.0f - o);
       dcb[j] = d * f;
     }
   }
@@ -83,37 +93,36 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
                                                 const torch::Tensor& w_hh, const torch::Tensor& b_ih,
                                                 const torch::Tensor& b_hh) {
     const int64_t B = x.size(0), T = x.size(1), I = x.size(2), H = w_hh.size(1);
-    auto xt = x.transpose(0, 1).contiguous();  // [T, B, I]: each step's rows are contiguous
-    // All input projections at once, both biases folded in; each step adds h_{t-1} W_hh^T.
-    // (Matrix products on the SDK's sgemm, as in linear.cpp.)
-    auto acts = at::empty({T, B, 4 * H}, x.options());
-    bias_rows(T * B, 4 * H, (b_ih + b_hh).contiguous().data_ptr<float>(), acts.data_ptr<float>());
-    sgemm(false, true, T * B, 4 * H, I, 1, xt.data_ptr<float>(), I, w_ih.data_ptr<float>(), I, 1,
+    const auto opts = x.options();
+    auto xc = x.contiguous();  // [B, T, I]
+    // All input projections at once, both biases folded in; each step t > 0 adds
+    // h_{t-1} W_hh^T (h_{-1} = 0). (Matrix products on the SDK's sgemm, as in linear.cpp.)
+    auto acts = at::empty({B, T, 4 * H}, opts);
+    bias_rows(B * T, 4 * H, (b_ih + b_hh).contiguous().data_ptr<float>(), acts.data_ptr<float>());
+    sgemm(false, true, B * T, 4 * H, I, 1, xc.data_ptr<float>(), I, w_ih.data_ptr<float>(), I, 1,
           acts.data_ptr<float>(), 4 * H);
-    auto hs = at::empty({T + 1, B, H}, x.options());  // hs[t]: h_{t-1}, hs[0] = 0
-    auto cs = at::empty({T + 1, B, H}, x.options());
-    auto tcs = at::empty({T, B, H}, x.options());
-    hs[0].zero_();
-    cs[0].zero_();
+    auto hs = at::empty({B, T, H}, opts);  // the output
+    auto cs = at::empty({B, T, H}, opts);
+    auto tcs = at::empty({B, T, H}, opts);
+    auto zero = at::zeros({H}, opts);  // c_{-1}
     float* g = acts.data_ptr<float>();
     const float* whh = w_hh.data_ptr<float>();
     float* c = cs.data_ptr<float>();
     float* tc = tcs.data_ptr<float>();
     float* h = hs.data_ptr<float>();
-    const int64_t stride = B * H;
+    const int64_t ld = T * H, ld_g = T * 4 * H;
     for (int64_t t = 0; t < T; ++t) {
-      float* gt = g + t * 4 * stride;
-      sgemm(false, true, B, 4 * H, H, 1, h + t * stride, H, whh, H, 1, gt, 4 * H);
-      gates_forward(B, H, gt, c + t * stride, c + (t + 1) * stride,
-                    tc + t * stride, h + (t + 1) * stride);
+      float* gt = g + t * 4 * H;
+      if (t > 0) sgemm(false, true, B, 4 * H, H, 1, h + (t - 1) * H, ld, whh, H, 1, gt, ld_g);
+      gates_forward(B, H, gt, ld_g, t > 0 ? c + (t - 1) * H : zero.data_ptr<float>(),
+                    t > 0 ? ld : 0, c + t * H, tc + t * H, h + t * H, ld);
     }
-    ctx->save_for_backward({w_ih, w_hh});
-    ctx->saved_data["xt"] = xt;
+    ctx->save_for_backward({w_ih, w_hh, hs});  // hs is the output: saved without a cycle
+    ctx->saved_data["x"] = xc;
     ctx->saved_data["acts"] = acts;
-    ctx->saved_data["hs"] = hs;
     ctx->saved_data["cs"] = cs;
     ctx->saved_data["tcs"] = tcs;
-    return {hs.slice(0, 1).transpose(0, 1).contiguous()};
+    return {hs};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -121,44 +130,50 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     const auto saved = ctx->get_saved_variables();
     const auto& w_ih = saved[0];
     const auto& w_hh = saved[1];
-    const auto xt = ctx->saved_data["xt"].toTensor();
+    const auto& hs = saved[2];
+    const auto x = ctx->saved_data["x"].toTensor();
     const auto acts = ctx->saved_data["acts"].toTensor();
-    const auto hs = ctx->saved_data["hs"].toTensor();
     const auto cs = ctx->saved_data["cs"].toTensor();
     const auto tcs = ctx->saved_data["tcs"].toTensor();
-    const int64_t T = acts.size(0), B = acts.size(1), H = w_hh.size(1), I = xt.size(2);
+    const int64_t B = acts.size(0), T = acts.size(1), H = w_hh.size(1), I = x.size(2);
+    const auto opts = acts.options();
 
-    auto dh_out = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
-    auto dgates = at::empty({T, B, 4 * H}, acts.options());
-    auto dh = at::empty({B, H}, acts.options());
-    auto dc = at::zeros({B, H}, acts.options());
-    auto dh_next = at::zeros({B, H}, acts.options());  // from step t + 1 through W_hh
-    const auto dh_steps = dh_out.unbind(0);
+    auto dh_out = grads[0].contiguous();  // [B, T, H]
+    auto dgates = at::empty({B, T, 4 * H}, opts);
+    auto dc = at::zeros({B, H}, opts);
+    auto dh_rec = at::zeros({B, H}, opts);  // from step t + 1 through W_hh
+    auto zero = at::zeros({H}, opts);
     float* dg = dgates.data_ptr<float>();
     const float* a = acts.data_ptr<float>();
     const float* tc = tcs.data_ptr<float>();
     const float* c = cs.data_ptr<float>();
-    const int64_t stride = B * H;
+    const float* dho = dh_out.data_ptr<float>();
+    const int64_t ld = T * H, ld_g = T * 4 * H;
     for (int64_t t = T - 1; t >= 0; --t) {
-      at::add_out(dh, dh_steps[t], dh_next);
-      gates_backward(B, H, a + t * 4 * stride, tc + t * stride, c + t * stride, dh.data_ptr<float>(),
-                     dc.data_ptr<float>(), dg + t * 4 * stride);
+      gates_backward(B, H, a + t * 4 * H, ld_g, tc + t * H,
+                     t > 0 ? c + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0,
+                     dho + t * H, ld, dh_rec.data_ptr<float>(), dc.data_ptr<float>(),
+                     dg + t * 4 * H);
       if (t > 0)
-        sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * stride, 4 * H, w_hh.data_ptr<float>(), H, 0,
-              dh_next.data_ptr<float>(), H);
+        sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * H, ld_g, w_hh.data_ptr<float>(), H, 0,
+              dh_rec.data_ptr<float>(), H);
     }
-    auto dw_hh = at::empty({4 * H, H}, acts.options());
-    sgemm(true, false, 4 * H, H, T * B, 1, dg, 4 * H, hs.data_ptr<float>(), H, 0,
-          dw_hh.data_ptr<float>(), H);  // hs[0 .. T - 1]: h_{t-1} of each step
-    auto dw_ih = at::empty({4 * H, I}, acts.options());
-    sgemm(true, false, 4 * H, I, T * B, 1, dg, 4 * H, xt.data_ptr<float>(), I, 0,
+    auto dw_ih = at::empty({4 * H, I}, opts);
+    sgemm(true, false, 4 * H, I, B * T, 1, dg, 4 * H, x.data_ptr<float>(), I, 0,
           dw_ih.data_ptr<float>(), I);
-    auto db = at::empty({4 * H}, acts.options());
-    column_sums(T * B, 4 * H, dg, db.data_ptr<float>());
-    auto dx = at::empty({T, B, I}, acts.options());
-    sgemm(false, false, T * B, I, 4 * H, 1, dg, 4 * H, w_ih.data_ptr<float>(), I, 0,
+    auto db = at::empty({4 * H}, opts);
+    column_sums(B * T, 4 * H, dg, db.data_ptr<float>());
+    auto dx = at::empty({B, T, I}, opts);
+    sgemm(false, false, B * T, I, 4 * H, 1, dg, 4 * H, w_ih.data_ptr<float>(), I, 0,
           dx.data_ptr<float>(), I);
-    dx = dx.transpose(0, 1);
+    // dW_hh = sum over steps t > 0 of dg_t^T h_{t-1}: one product over the row pairs
+    // (dg row r + 1, hs row r), r = b T + t - 1, once the rows of t = 0 (whose pair would be the
+    // previous sequence's last state) are zeroed; dgates is not needed after this.
+    auto dw_hh = at::zeros({4 * H, H}, opts);
+    for (int64_t b = 0; b < B; ++b) std::fill_n(dg + b * ld_g, 4 * H, 0.0f);
+    if (B * T > 1)
+      sgemm(true, false, 4 * H, H, B * T - 1, 1, dg + 4 * H, 4 * H, hs.data_ptr<float>(), H, 0,
+            dw_hh.data_ptr<float>(), H);
     return {dx, dw_ih, dw_hh, db, db.clone()};
   }
 };
