@@ -8,10 +8,12 @@
 #include <induct/model.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/plugin.hpp>
+#include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -22,6 +24,73 @@ constexpr int64_t kSideBySideVocab = 32;
 struct Config {
   int64_t vocab = 0, hidden = 256, embed = 256, rank = 0;
   bool normalize = true;
+};
+
+// The smallest norm a state is divided by.
+constexpr double kMinNorm = 1e-12;
+
+// One step's selection on the CPU in float32: all [B, V*H] (the state times every token's
+// matrix side by side), token [B] -> h [B, H]: row b is block token[b] of all's row b, divided
+// by its L2 norm (at least kMinNorm) when normalize. One autograd node instead of gather,
+// squeeze, norm, clamp and division and their backward nodes; the gradient is zero outside the
+// selected blocks.
+class SelectNormalize : public torch::autograd::Function<SelectNormalize> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const torch::Tensor& all, const torch::Tensor& token,
+                                                int64_t H, bool normalize) {
+    const int64_t B = all.size(0), VH = all.size(1);
+    auto h = torch::empty({B, H}, all.options());
+    auto scale = torch::empty({B}, all.options());  // 1 / max(norm, kMinNorm), or 1
+    const float* a = all.data_ptr<float>();
+    const int64_t* tok = token.data_ptr<int64_t>();
+    float* out = h.data_ptr<float>();
+    float* s = scale.data_ptr<float>();
+    for (int64_t b = 0; b < B; ++b) {
+      TORCH_CHECK(tok[b] >= 0 && (tok[b] + 1) * H <= VH, "dense_ssm: token ", tok[b], " out of range");
+      const float* row = a + b * VH + tok[b] * H;
+      float sq = 0;
+      for (int64_t i = 0; i < H; ++i) sq += row[i] * row[i];
+      s[b] = normalize ? static_cast<float>(1.0 / std::max(std::sqrt(static_cast<double>(sq)), kMinNorm)) : 1.0f;
+      for (int64_t i = 0; i < H; ++i) out[b * H + i] = row[i] * s[b];
+    }
+    ctx->save_for_backward({token, h});  // h is the output: saved without a reference cycle
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["VH"] = VH;
+    ctx->saved_data["normalize"] = normalize;
+    return {h};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& token = saved[0];
+    const auto& h = saved[1];
+    const auto scale = ctx->saved_data["scale"].toTensor();
+    const int64_t VH = ctx->saved_data["VH"].toInt();
+    const bool normalize = ctx->saved_data["normalize"].toBool();
+    const int64_t B = h.size(0), H = h.size(1);
+    const auto dh = grads[0].contiguous();
+    auto dall = torch::zeros({B, VH}, h.options());
+    const int64_t* tok = token.data_ptr<int64_t>();
+    const float* hv = h.data_ptr<float>();
+    const float* g = dh.data_ptr<float>();
+    const float* s = scale.data_ptr<float>();
+    float* d = dall.data_ptr<float>();
+    for (int64_t b = 0; b < B; ++b) {
+      const float* hb = hv + b * H;
+      const float* gb = g + b * H;
+      float* db = d + b * VH + tok[b] * H;
+      // y = x s with s = 1 / |x|: dx = s (dy - y (y . dy)); where the norm was clamped (or
+      // without normalisation) s is a constant: dx = s dy.
+      float dot = 0;
+      const bool clamped = !normalize || s[b] >= static_cast<float>(1.0 / kMinNorm);
+      if (!clamped)
+        for (int64_t i = 0; i < H; ++i) dot += hb[i] * gb[i];
+      for (int64_t i = 0; i < H; ++i) db[i] = s[b] * (gb[i] - hb[i] * dot);
+    }
+    return {dall, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
 };
 
 class DenseSsm final : public induct::SequenceModel {
@@ -49,21 +118,23 @@ class DenseSsm final : public induct::SequenceModel {
     // Small vocabularies: one GEMM per step against every token's matrix side by side,
     // [B, H] x [H, V*H], then pick each row's token (no [B, H, H] gather per step).
     const bool side_by_side = c_.rank == 0 && V <= kSideBySideVocab;
+    const bool fused = side_by_side && tokens.device().is_cpu() && W_.scalar_type() == torch::kFloat;
     torch::Tensor per_token;
-    if (side_by_side)  // [H(j), V*H(i)]: entry (j, v*H + i) = A_v[i, j]
-      per_token = torch::matmul(W_.permute({1, 0, 2}).reshape({H * H, c_.embed}), e.t())
-                      .reshape({H, H, V})
-                      .permute({0, 2, 1})
-                      .reshape({H, V * H});
+    if (side_by_side)  // [V*H, H], row v*H + i = row i of A_v: the SDK's linear's [out, in] weight
+      per_token = induct::nn::linear(e, W_.view({H * H, c_.embed})).view({V * H, H});
     else if (c_.rank == 0)  // A_v: [V, H, H]
       per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({V, H, H});
     else  // V^T e_v: [V, R]
       per_token = torch::matmul(e, V_);
-    // The per-step product as the SDK's linear, whose weight is [out, in]: [V*H, H].
-    if (side_by_side) per_token = per_token.t().contiguous();
     auto h = h0_.expand({B, H});  // [B, H]
     std::vector<torch::Tensor> states;
     for (const auto& token : tokens.unbind(1)) {  // token: [B]
+      if (fused) {
+        auto all = induct::nn::linear(h, per_token);  // [B, V*H]
+        h = SelectNormalize::apply(all, token.contiguous(), H, c_.normalize)[0];
+        states.push_back(h);
+        continue;
+      }
       if (side_by_side) {
         auto all = induct::nn::linear(h, per_token).view({B, V, H});             // [B, V, H]
         h = all.gather(1, token.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);  // [B, H]
@@ -74,7 +145,7 @@ class DenseSsm final : public induct::SequenceModel {
         auto scale = per_token.index_select(0, token);           // [B, R]
         h = torch::matmul(torch::matmul(h, W_) * scale, U_.t());  // [B, H]
       }
-      if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(1e-12);
+      if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(kMinNorm);
       states.push_back(h);
     }
     return induct::nn::linear(torch::stack(states, 1), head_->weight, head_->bias);  // [B, T, V]
@@ -110,5 +181,7 @@ void register_components(induct::Registrar& r) {
 }  // namespace
 
 // 1.1.0: the head and the per-step product on the SDK's linear (oneDNN's sgemm; results differ
-// by float rounding, so stored 1.0.0 trials are not reused).
-INDUCT_PLUGIN("dense_ssm", "1.1.0", register_components)
+// by float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the token matrices in the
+// linear's layout from one product (no permuted copies), one fused selection node per step on
+// the CPU (rounding: 1.1.0 trials are not reused).
+INDUCT_PLUGIN("dense_ssm", "1.2.0", register_components)
