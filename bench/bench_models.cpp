@@ -18,9 +18,9 @@
 #include <sstream>
 
 #include <torch/csrc/autograd/profiler_legacy.h>
-#include <torch/nn/functional/loss.h>
 
 #include <induct/nn/linear.hpp>
+#include <induct/nn/loss.hpp>
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
       auto targets = torch::randint(0, vocab, {batch * T}, torch::kLong);
       auto step = [&] {
         auto logits = model->forward(tokens);
-        auto loss = torch::nn::functional::cross_entropy(logits.reshape({batch * T, vocab}), targets);
+        auto loss = induct::nn::cross_entropy(logits.reshape({batch * T, vocab}), targets);
         optimizer.zero_grad();
         loss.backward();
         optimizer.step();

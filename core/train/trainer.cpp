@@ -1,7 +1,7 @@
 #include "train/trainer.hpp"
 
+#include <induct/nn/loss.hpp>
 #include <torch/nn/functional/activation.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/utils.h>
 
 #include <algorithm>
@@ -121,7 +121,6 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   model.train();
   // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (SPEC section 4), over one flat buffer.
   FlatAdam optimizer(model.parameters(), lr, 0.9, 0.999, 1e-8);
-  const auto ce = torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kNoTarget);
   Rng rng(derive_seed(seed, {kDataOrder}));
   const size_t n = data.train.size();
   std::vector<int64_t> order(n);
@@ -150,8 +149,8 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
     cursor += count;
 
     torch::Tensor logits = model.forward(batch.tokens.to(device));  // [B, W, V]
-    torch::Tensor loss = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), batch.targets.to(device).reshape({-1}), ce);
+    torch::Tensor loss = nn::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                           batch.targets.to(device).reshape({-1}), kNoTarget);
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();

@@ -8,6 +8,7 @@
 
 #include "induct/nn/attention.hpp"
 #include "induct/nn/linear.hpp"
+#include "induct/nn/loss.hpp"
 #include "induct/nn/elementwise.hpp"
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
@@ -363,4 +364,30 @@ BOOST_AUTO_TEST_CASE(rms_norm_normalises_the_last_dimension) {
   auto y = norm->forward(x);
   auto rms = y.pow(2).mean(-1).sqrt();
   BOOST_TEST(torch::allclose(rms, torch::ones_like(rms), 1e-3, 1e-3));
+}
+
+BOOST_AUTO_TEST_CASE(fused_cross_entropy_matches_libtorch) {
+  // 37 rows of 13 classes (not a multiple of the vector width), some rows ignored, some logits
+  // large (the row maximum keeps exp finite); LibTorch's in double is the reference.
+  torch::manual_seed(8);
+  auto logits = torch::randn({37, 13}, torch::kDouble) * 3;
+  logits[5] += 80;
+  auto targets = torch::randint(0, 13, {37}, torch::kLong);
+  targets.index_put_({torch::tensor({2, 9, 30})}, -100);
+  auto run = [&](bool fused) {
+    auto x = (fused ? logits.to(torch::kFloat) : logits.clone()).requires_grad_(true);
+    auto loss = fused ? induct::nn::cross_entropy(x, targets)
+                      : torch::nn::functional::cross_entropy(
+                            x, targets, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    (loss * 1.7).backward();
+    return std::make_pair(loss.item<double>(), x.grad().to(torch::kDouble));
+  };
+  auto [fused_loss, fused_grad] = run(true);
+  auto [ref_loss, ref_grad] = run(false);
+  BOOST_TEST(std::abs(fused_loss - ref_loss) < 1e-5 * ref_loss);
+  BOOST_TEST((fused_grad - ref_grad).abs().max().item<double>() < 1e-6);
+  BOOST_TEST(fused_grad[2].abs().sum().item<double>() == 0);  // an ignored row
+  // Every row ignored: NaN, as LibTorch's mean.
+  auto all_ignored = torch::full({4}, -100, torch::kLong);
+  BOOST_TEST(std::isnan(induct::nn::cross_entropy(torch::randn({4, 3}), all_ignored).item<double>()));
 }
