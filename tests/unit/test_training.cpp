@@ -147,7 +147,11 @@ BOOST_AUTO_TEST_CASE(failure_detector_projection_stops_what_cannot_reach_epsilon
 }
 
 BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
-  // The same model and data, one copy trained with LibTorch's Adam, one with FlatAdam.
+  // The same model and data, one copy trained with LibTorch's Adam, one with FlatAdam (whose
+  // fused update rounds differently). After one step the two agree to float rounding. Later
+  // steps drift further apart: the key biases' gradient is float noise around 0 (softmax does
+  // not see a shift of the scores), which Adam scales up to steps of about lr, so rounding
+  // differences in the noise move them by up to ~2e-5 after five steps.
   auto build = [] {
     return make_model_checked(test::plugins(), yaml::load_string("name: gpt2\nlayers: 2\nd_model: 16\nheads: 2\nd_ff: 32\ndropout: 0", "m.yaml"),
                               {8, 6, 6}, 3, torch::kCPU);
@@ -168,10 +172,14 @@ BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
     flat_adam.zero_grad();
     loss_of(*flat).backward();
     flat_adam.step();
+    const double rtol = step == 0 ? 1e-6 : 0, atol = step == 0 ? 1e-7 : 1e-4;
+    auto a = reference->named_parameters(), b = flat->named_parameters();
+    for (const auto& p : a) {
+      const double diff = (p.value() - b[p.key()]).abs().max().item<double>();
+      BOOST_TEST(torch::allclose(p.value(), b[p.key()], rtol, atol),
+                 p.key() << " after step " << step + 1 << ": max difference " << diff);
+    }
   }
-  auto a = reference->named_parameters(), b = flat->named_parameters();
-  for (const auto& p : a)
-    BOOST_TEST(torch::allclose(p.value(), b[p.key()], 1e-6, 1e-7), p.key());
 }
 
 namespace {
