@@ -225,27 +225,37 @@ BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
 
 BOOST_AUTO_TEST_CASE(linear_matches_libtorch) {
   // oneDNN's products in float against LibTorch's in double, with and without bias, on a
-  // [B, T, in] input; and the fallback (double) equal to torch::linear.
-  for (bool with_bias : {true, false}) {
-    torch::manual_seed(5);
-    auto x = torch::randn({3, 7, 5}, torch::kDouble), w = torch::randn({4, 5}, torch::kDouble);
-    auto b = with_bias ? torch::randn({4}, torch::kDouble) : torch::Tensor();
-    auto run = [&](torch::Dtype dtype, bool sdk) {
-      auto xi = x.to(dtype).clone().requires_grad_(true), wi = w.to(dtype).clone().requires_grad_(true);
-      auto bi = with_bias ? b.to(dtype).clone().requires_grad_(true) : torch::Tensor();
-      auto y = sdk ? induct::nn::linear(xi, wi, bi) : torch::linear(xi, wi, bi);
-      auto g = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
-      (y * g).sum().backward();
-      std::vector<torch::Tensor> out{y.detach(), xi.grad(), wi.grad()};
-      if (with_bias) out.push_back(bi.grad());
-      for (auto& t : out) t = t.to(torch::kDouble).clone();
-      return out;
-    };
-    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
-    BOOST_TEST(f[0].sizes() == torch::IntArrayRef({3, 7, 4}));
-    for (size_t i = 0; i < f.size(); ++i) {
-      BOOST_TEST((f[i] - d[i]).abs().max().item<double>() < 1e-5, "output " << i << " bias " << with_bias << ": " << (f[i] - d[i]).abs().max().item<double>());
-      BOOST_TEST(torch::equal(dd[i], d[i]), "fallback output " << i);
+  // [B, T, in] input, alone and followed by GELU (linear_gelu: tanh and exact); and the fallback
+  // (double) equal to LibTorch's operations.
+  for (int activation : {0, 1, 2}) {  // none, GELU (tanh), GELU (exact)
+    for (bool with_bias : {true, false}) {
+      torch::manual_seed(5);
+      auto x = torch::randn({3, 7, 5}, torch::kDouble), w = torch::randn({19, 5}, torch::kDouble);
+      auto b = with_bias ? torch::randn({19}, torch::kDouble) : torch::Tensor();
+      auto run = [&](torch::Dtype dtype, bool sdk) {
+        auto xi = x.to(dtype).clone().requires_grad_(true), wi = w.to(dtype).clone().requires_grad_(true);
+        auto bi = with_bias ? b.to(dtype).clone().requires_grad_(true) : torch::Tensor();
+        torch::Tensor y;
+        if (activation == 0)
+          y = sdk ? induct::nn::linear(xi, wi, bi) : torch::linear(xi, wi, bi);
+        else if (sdk)
+          y = induct::nn::linear_gelu(xi, wi, bi, activation == 2);
+        else
+          y = activation == 2 ? torch::gelu(torch::linear(xi, wi, bi)) : torch::gelu(torch::linear(xi, wi, bi), "tanh");
+        auto g = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+        (y * g).sum().backward();
+        std::vector<torch::Tensor> out{y.detach(), xi.grad(), wi.grad()};
+        if (with_bias) out.push_back(bi.grad());
+        for (auto& t : out) t = t.to(torch::kDouble).clone();
+        return out;
+      };
+      auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+      BOOST_TEST(f[0].sizes() == torch::IntArrayRef({3, 7, 19}));
+      for (size_t i = 0; i < f.size(); ++i) {
+        const double error = (f[i] - d[i]).abs().max().item<double>();
+        BOOST_TEST(error < 1e-5, "output " << i << " activation " << activation << " bias " << with_bias << ": " << error);
+        BOOST_TEST(torch::equal(dd[i], d[i]), "fallback output " << i << " activation " << activation);
+      }
     }
   }
 }

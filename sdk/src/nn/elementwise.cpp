@@ -7,6 +7,7 @@
 
 #include <mutex>
 
+#include "gemm.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
@@ -16,23 +17,15 @@ namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 
-INDUCT_SIMD_CLONES void gelu_forward(int64_t n, const float* x, float* y) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
-    y[i] = 0.5f * v * (1.0f + t);
-  }
+// GELU (tanh approximation) of v and its derivative.
+inline float gelu_tanh_value(float v) {
+  const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
+  return 0.5f * v * (1.0f + t);
 }
-
-INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy, float* dx) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-    dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-  }
+inline float gelu_tanh_slope(float v) {
+  const float t = simd::tanh_approx(kSqrt2OverPi * (v + kCubic * v * v * v));
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+  return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
 }
 
 // Exact GELU x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun
@@ -53,25 +46,101 @@ inline float erf_approx(float x, float exp_minus_x2) {
 constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
+inline float gelu_erf_value(float v) {
+  const float u = v * kInvSqrt2;
+  return 0.5f * v * (1.0f + erf_approx(u, simd::exp_approx(-u * u)));
+}
+inline float gelu_erf_slope(float v) {
+  const float u = v * kInvSqrt2;
+  const float e = simd::exp_approx(-u * u);  // exp(-v^2 / 2)
+  const float cdf = 0.5f * (1.0f + erf_approx(u, e));
+  return cdf + v * kInvSqrt2Pi * e;
+}
+
+INDUCT_SIMD_CLONES void gelu_forward(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_value(x[i]);
+}
+
+INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_tanh_slope(x[i]);
+}
+
 INDUCT_SIMD_CLONES void gelu_erf_forward(int64_t n, const float* x, float* y) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float u = x[i] * kInvSqrt2;
-    y[i] = 0.5f * x[i] * (1.0f + erf_approx(u, simd::exp_approx(-u * u)));
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf_value(x[i]);
 }
 
 INDUCT_SIMD_CLONES void gelu_erf_backward(int64_t n, const float* x, const float* dy, float* dx) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float u = v * kInvSqrt2;
-    const float e = simd::exp_approx(-u * u);  // exp(-v^2 / 2)
-    const float cdf = 0.5f * (1.0f + erf_approx(u, e));
-    const float pdf = kInvSqrt2Pi * e;
-    dx[i] = dy[i] * (cdf + v * pdf);
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_erf_slope(x[i]);
+}
+
+// The bias and GELU after a product (gemm.hpp): u [M, N] += bias row by row (bias may be null),
+// y = GELU(u).
+template <bool exact>
+__attribute__((always_inline)) inline void bias_gelu_rows(int64_t M, int64_t N, const float* bias,
+                                                          float* u, float* y) {
+  for (int64_t m = 0; m < M; ++m) {
+    float* ur = u + m * N;
+    float* yr = y + m * N;
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) {
+      const float v = ur[n] + (bias ? bias[n] : 0.0f);
+      ur[n] = v;
+      yr[n] = exact ? gelu_erf_value(v) : gelu_tanh_value(v);
+    }
   }
 }
+
+// du = dy GELU'(u); dbias (may be null) = the column sums of du.
+template <bool exact>
+__attribute__((always_inline)) inline void gelu_bias_rows_backward(int64_t M, int64_t N, const float* u,
+                                                                   const float* dy, float* du,
+                                                                   float* dbias) {
+  if (dbias)
+    for (int64_t n = 0; n < N; ++n) dbias[n] = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* ur = u + m * N;
+    const float* gr = dy + m * N;
+    float* dr = du + m * N;
+#pragma omp simd
+    for (int64_t n = 0; n < N; ++n) dr[n] = gr[n] * (exact ? gelu_erf_slope(ur[n]) : gelu_tanh_slope(ur[n]));
+    if (dbias) {
+#pragma omp simd
+      for (int64_t n = 0; n < N; ++n) dbias[n] += dr[n];
+    }
+  }
+}
+
+INDUCT_SIMD_CLONES void bias_gelu_tanh(int64_t M, int64_t N, const float* bias, float* u, float* y) {
+  bias_gelu_rows<false>(M, N, bias, u, y);
+}
+INDUCT_SIMD_CLONES void bias_gelu_erf(int64_t M, int64_t N, const float* bias, float* u, float* y) {
+  bias_gelu_rows<true>(M, N, bias, u, y);
+}
+INDUCT_SIMD_CLONES void gelu_tanh_bias_backward(int64_t M, int64_t N, const float* u, const float* dy,
+                                                float* du, float* dbias) {
+  gelu_bias_rows_backward<false>(M, N, u, dy, du, dbias);
+}
+INDUCT_SIMD_CLONES void gelu_erf_bias_backward(int64_t M, int64_t N, const float* u, const float* dy,
+                                               float* du, float* dbias) {
+  gelu_bias_rows_backward<true>(M, N, u, dy, du, dbias);
+}
+
+}  // namespace
+
+void bias_gelu(int64_t M, int64_t N, const float* bias, bool exact, float* u, float* y) {
+  (exact ? bias_gelu_erf : bias_gelu_tanh)(M, N, bias, u, y);
+}
+
+void gelu_bias_backward(int64_t M, int64_t N, const float* u, const float* dy, bool exact, float* du,
+                        float* dbias) {
+  (exact ? gelu_erf_bias_backward : gelu_tanh_bias_backward)(M, N, u, dy, du, dbias);
+}
+
+namespace {
 
 class FusedGelu : public torch::autograd::Function<FusedGelu> {
  public:

@@ -42,14 +42,30 @@ void column_sums(int64_t M, int64_t N, const float* g, float* out) { column_sums
 
 namespace {
 
+// y = act(x2 W^T + b): act 0 none, kGeluTanh or kGeluErf (with them forward keeps the
+// pre-activation, and the bias and GELU are one pass each way around the products).
+constexpr int64_t kNoActivation = 0, kGeluTanh = 1, kGeluErf = 2;
+
 class FusedLinear : public torch::autograd::Function<FusedLinear> {
  public:
   // x2: [M, in] contiguous; weight [out, in] contiguous.
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x2,
-                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias_or_none) {
+                            const at::Tensor& weight, const c10::optional<at::Tensor>& bias_or_none,
+                            int64_t activation) {
     const at::Tensor bias = bias_or_none ? *bias_or_none : at::Tensor();
     const int64_t M = x2.size(0), K = x2.size(1), N = weight.size(0);
     auto y = at::empty({M, N}, x2.options());
+    ctx->saved_data["bias"] = bias.defined();
+    ctx->saved_data["activation"] = activation;
+    if (activation != kNoActivation) {
+      auto u = at::empty({M, N}, x2.options());
+      sgemm(false, true, M, N, K, 1, x2.data_ptr<float>(), K, weight.data_ptr<float>(), K, 0,
+            u.data_ptr<float>(), N);
+      bias_gelu(M, N, bias.defined() ? bias.data_ptr<float>() : nullptr, activation == kGeluErf,
+                u.data_ptr<float>(), y.data_ptr<float>());
+      ctx->save_for_backward({x2, weight, u});
+      return y;
+    }
     float beta = 0;
     if (bias.defined()) {  // the product adds to the bias rows
       bias_rows(M, N, bias.data_ptr<float>(), y.data_ptr<float>());
@@ -58,16 +74,26 @@ class FusedLinear : public torch::autograd::Function<FusedLinear> {
     sgemm(false, true, M, N, K, 1, x2.data_ptr<float>(), K, weight.data_ptr<float>(), K, beta,
           y.data_ptr<float>(), N);
     ctx->save_for_backward({x2, weight});
-    ctx->saved_data["bias"] = bias.defined();
     return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &x2 = saved[0], &weight = saved[1];
-    const auto g = grads[0].contiguous();
     const int64_t M = x2.size(0), K = x2.size(1), N = weight.size(0);
-    at::Tensor dx, dw, db;
+    const int64_t activation = ctx->saved_data["activation"].toInt();
+    const bool want_db = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2);
+    at::Tensor g, dx, dw, db;
+    if (want_db) db = at::empty({N}, weight.options());
+    if (activation != kNoActivation) {  // g: the gradient of the pre-activation
+      const auto dy = grads[0].contiguous();
+      g = at::empty({M, N}, dy.options());
+      gelu_bias_backward(M, N, saved[2].data_ptr<float>(), dy.data_ptr<float>(), activation == kGeluErf,
+                         g.data_ptr<float>(), want_db ? db.data_ptr<float>() : nullptr);
+    } else {
+      g = grads[0].contiguous();
+      if (want_db) column_sums(M, N, g.data_ptr<float>(), db.data_ptr<float>());
+    }
     if (ctx->needs_input_grad(0)) {
       dx = at::empty({M, K}, x2.options());
       sgemm(false, false, M, K, N, 1, g.data_ptr<float>(), N, weight.data_ptr<float>(), K, 0,
@@ -78,30 +104,42 @@ class FusedLinear : public torch::autograd::Function<FusedLinear> {
       sgemm(true, false, N, K, M, 1, g.data_ptr<float>(), N, x2.data_ptr<float>(), K, 0,
             dw.data_ptr<float>(), K);
     }
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) {
-      db = at::empty({N}, weight.options());
-      column_sums(M, N, g.data_ptr<float>(), db.data_ptr<float>());
-    }
-    return {dx, dw, db};
+    return {dx, dw, db, at::Tensor()};
   }
 };
 
-}  // namespace
+bool fusable(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1 &&
+         weight.device().is_cpu() && weight.scalar_type() == at::kFloat && weight.dim() == 2 &&
+         x.size(-1) == weight.size(1) &&
+         (!bias.defined() ||
+          (bias.scalar_type() == at::kFloat && bias.dim() == 1 && bias.size(0) == weight.size(0)));
+}
 
-at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const bool fusable = x.device().is_cpu() && x.scalar_type() == at::kFloat && x.dim() >= 1 &&
-                       weight.device().is_cpu() && weight.scalar_type() == at::kFloat &&
-                       weight.dim() == 2 && x.size(-1) == weight.size(1) &&
-                       (!bias.defined() || (bias.scalar_type() == at::kFloat && bias.dim() == 1 &&
-                                            bias.size(0) == weight.size(0)));
-  if (!fusable) return at::linear(x, weight, bias);
+at::Tensor fused_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                        int64_t activation) {
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
   auto x2 = x.reshape({-1, x.size(-1)}).contiguous();
   c10::optional<at::Tensor> b;
   if (bias.defined()) b = bias.contiguous();
-  return FusedLinear::apply(x2, weight.contiguous(), b)
-      .view(sizes);
+  return FusedLinear::apply(x2, weight.contiguous(), b, activation).view(sizes);
+}
+
+}  // namespace
+
+at::Tensor linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (!fusable(x, weight, bias)) return at::linear(x, weight, bias);
+  return fused_linear(x, weight, bias, kNoActivation);
+}
+
+at::Tensor linear_gelu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                       bool exact) {
+  if (!fusable(x, weight, bias)) {
+    auto u = at::linear(x, weight, bias);
+    return exact ? at::gelu(u) : at::gelu(u, "tanh");
+  }
+  return fused_linear(x, weight, bias, exact ? kGeluErf : kGeluTanh);
 }
 
 }  // namespace induct::nn

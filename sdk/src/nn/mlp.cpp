@@ -24,7 +24,10 @@ MlpImpl::MlpImpl(int64_t dim, int64_t hidden, Activation activation, bool bias, 
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  auto y = nn::linear(activate(nn::linear(x, fc->weight, fc->bias), activation_), proj->weight, proj->bias);
+  auto h = activation_ == Activation::kSilu
+               ? activate(nn::linear(x, fc->weight, fc->bias), activation_)
+               : nn::linear_gelu(x, fc->weight, fc->bias, activation_ == Activation::kGelu);
+  auto y = nn::linear(h, proj->weight, proj->bias);
   if (dropout_ > 0) y = nn::dropout(y, dropout_, is_training());
   return y;
 }

@@ -15,4 +15,11 @@ namespace induct::nn {
 torch::Tensor INDUCT_SDK_API linear(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias = {});
 
+// GELU(x W^T + b), exact (erf, as torch::gelu) or the tanh approximation: on the CPU in float32
+// the same node as linear's, with the bias and GELU in one pass after the product and, in
+// backward, GELU's derivative and the bias gradient in one pass before the products (a
+// transformer MLP's first layer); elsewhere LibTorch's operations.
+torch::Tensor INDUCT_SDK_API linear_gelu(const torch::Tensor& x, const torch::Tensor& weight,
+                                         const torch::Tensor& bias, bool exact);
+
 }  // namespace induct::nn
