@@ -327,6 +327,41 @@ BOOST_AUTO_TEST_CASE(fused_layer_norm_matches_libtorch) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fused_layer_norm_pair_matches_two_libtorch_layer_norms) {
+  // Two norms of one x (shared statistics, one backward pass) against two LibTorch layer_norms
+  // in double: both outputs and the gradients of x and of both affine maps; the fallback
+  // (double) is two separate norms.
+  for (int64_t n : {64, 37}) {
+    auto run = [&](torch::Dtype dtype, bool sdk) {
+      torch::manual_seed(14);
+      auto opts = torch::TensorOptions().dtype(torch::kDouble);
+      std::vector<torch::Tensor> in{torch::randn({5, 3, n}, opts) * 3 + 1, torch::randn({n}, opts),
+                                    torch::randn({n}, opts), torch::randn({n}, opts), torch::randn({n}, opts)};
+      for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+      torch::Tensor y1, y2;
+      if (sdk) {
+        std::tie(y1, y2) = induct::nn::layer_norm_pair(in[0], in[1], in[2], in[3], in[4], 1e-5);
+      } else {
+        y1 = torch::layer_norm(in[0], {n}, in[1], in[2], 1e-5);
+        y2 = torch::layer_norm(in[0], {n}, in[3], in[4], 1e-5);
+      }
+      auto w1 = torch::linspace(-1, 1, y1.numel(), torch::kDouble).reshape(y1.sizes()).to(dtype);
+      auto w2 = torch::linspace(2, -0.5, y2.numel(), torch::kDouble).reshape(y2.sizes()).to(dtype);
+      ((y1 * w1).sum() + (y2 * w2 * w2).sum()).backward();
+      std::vector<torch::Tensor> out{y1.detach().to(torch::kDouble), y2.detach().to(torch::kDouble)};
+      for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+      return out;
+    };
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+    const char* names[] = {"y1", "y2", "dx", "dweight1", "dbias1", "dweight2", "dbias2"};
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
+      BOOST_TEST(error < 1e-5, names[i] << " n " << n << ": " << error);
+      BOOST_TEST(torch::allclose(dd[i], d[i], 1e-12, 1e-12), "fallback " << names[i]);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {
   const double p = 0.3;
   auto x = torch::ones({1000, 1000}).requires_grad_(true);

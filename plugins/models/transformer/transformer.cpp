@@ -58,6 +58,12 @@ class Norm {
     if (rms_) return rms_(x);
     return induct::nn::layer_norm(x, layer_->weight, layer_->bias, layer_->options.eps());
   }
+  // Both norms of one x: as {a(x), b(x)}, two LayerNorms in one node (statistics once).
+  static std::pair<torch::Tensor, torch::Tensor> pair(Norm& a, Norm& b, const torch::Tensor& x) {
+    if (a.rms_ || b.rms_) return {a(x), b(x)};
+    return induct::nn::layer_norm_pair(x, a.layer_->weight, a.layer_->bias, b.layer_->weight,
+                                       b.layer_->bias, a.layer_->options.eps());
+  }
 
  private:
   induct::nn::RMSNorm rms_{nullptr};
@@ -86,7 +92,10 @@ class Block : public torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, D]
-    if (parallel_) return x + attn_(norm1_(x)) + feed_forward(norm2_(x));
+    if (parallel_) {
+      auto [n1, n2] = Norm::pair(norm1_, norm2_, x);
+      return x + attn_(n1) + feed_forward(n2);
+    }
     auto h = x + attn_(norm1_(x));
     return h + feed_forward(norm2_(h));
   }
@@ -240,4 +249,6 @@ void register_components(induct::Registrar& r) {
 // key-major attention kernel, whose dropout masks index the weights differently.
 // 1.3.0: the SDK's layer_norm, the attention kernel on the fused projection's output with
 // rotary inside, bias rows and gradients by the SDK's own loops (rounding again).
-INDUCT_PLUGIN("transformer", "1.3.0", register_components)
+// 1.4.0: the parallel residual's (pythia's) two LayerNorms as one node (layer_norm_pair), the
+// MLP's bias and GELU fused into its first product (SDK 0.1.1): rounding.
+INDUCT_PLUGIN("transformer", "1.4.0", register_components)

@@ -267,13 +267,14 @@ class FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
 // LayerNorm rows of n features. Forward keeps the mean and r = 1 / sqrt(var + eps) per row (the
 // biased variance, as LibTorch's); backward, with xhat = (x - mean) r and g = dy * w:
 // dx = r (g - mean(g) - xhat mean(g xhat)), dw += dy xhat, db += dy.
+// LayerNorm's rows with one affine map (w, b -> y) or, when w2 is not null, a second one of the
+// same statistics (w2, b2 -> y2: GPT-NeoX's two norms of one residual stream).
 INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, const float* x,
-                                           const float* w, const float* b, float* y, float* mean,
-                                           float* r) {
+                                           const float* w, const float* b, float* y, const float* w2,
+                                           const float* b2, float* y2, float* mean, float* r) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t row = 0; row < rows; ++row) {
     const float* xr = x + row * n;
-    float* yr = y + row * n;
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < n; ++i) sum += xr[i];
@@ -284,67 +285,121 @@ INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, c
     const float rr = 1.0f / std::sqrt(var * inv_n + eps);
     mean[row] = mu;
     r[row] = rr;
+    float* yr = y + row * n;
+    if (w2) {
+      float* y2r = y2 + row * n;
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rr * w[i] + b[i];
+      for (int64_t i = 0; i < n; ++i) {
+        const float xhat = (xr[i] - mu) * rr;
+        yr[i] = xhat * w[i] + b[i];
+        y2r[i] = xhat * w2[i] + b2[i];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - mu) * rr * w[i] + b[i];
+    }
   }
 }
 
+// Its backward: the gradient through both maps is one of g = dy w (+ dy2 w2): one pass for dx.
+// grad_row: scratch for one row's g (n floats).
 INDUCT_SIMD_CLONES void layer_norm_backward(int64_t rows, int64_t n, const float* x, const float* w,
-                                            const float* mean, const float* r, const float* dy,
-                                            float* dx, float* dw, float* db) {
+                                            const float* w2, const float* mean, const float* r,
+                                            const float* dy, const float* dy2, float* dx, float* dw,
+                                            float* db, float* dw2, float* db2, float* grad_row) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t row = 0; row < rows; ++row) {
     const float* xr = x + row * n;
     const float* dyr = dy + row * n;
+    const float* dy2r = w2 ? dy2 + row * n : nullptr;
     float* dxr = dx + row * n;
     const float mu = mean[row], rr = r[row];
+    if (!w2) {  // one norm
+      float sum_g = 0, sum_gx = 0;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = dyr[i] * w[i];
+        sum_g += g;
+        sum_gx += g * (xr[i] - mu) * rr;
+      }
+      const float a = sum_g * inv_n, c = sum_gx * inv_n;
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) {
+        const float xhat = (xr[i] - mu) * rr;
+        dxr[i] = rr * (dyr[i] * w[i] - a - xhat * c);
+        dw[i] += dyr[i] * xhat;
+        db[i] += dyr[i];
+      }
+      continue;
+    }
+    float* g = grad_row;  // two norms: g = dy w + dy2 w2
     float sum_g = 0, sum_gx = 0;
 #pragma omp simd reduction(+ : sum_g, sum_gx)
     for (int64_t i = 0; i < n; ++i) {
-      const float g = dyr[i] * w[i];
-      sum_g += g;
-      sum_gx += g * (xr[i] - mu) * rr;
+      g[i] = dyr[i] * w[i] + dy2r[i] * w2[i];
+      sum_g += g[i];
+      sum_gx += g[i] * (xr[i] - mu) * rr;
     }
     const float a = sum_g * inv_n, c = sum_gx * inv_n;
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float xhat = (xr[i] - mu) * rr;
-      dxr[i] = rr * (dyr[i] * w[i] - a - xhat * c);
+      dxr[i] = rr * (g[i] - a - xhat * c);
       dw[i] += dyr[i] * xhat;
       db[i] += dyr[i];
+      dw2[i] += dy2r[i] * xhat;
+      db2[i] += dy2r[i];
     }
   }
 }
 
+// One LayerNorm, or two of the same input when weight2 is defined (outputs y, y2).
 class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
  public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
-                            const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+                                                const at::Tensor& input, const at::Tensor& weight,
+                                                const at::Tensor& bias,
+                                                const c10::optional<at::Tensor>& weight2_or_none,
+                                                const c10::optional<at::Tensor>& bias2_or_none, double eps) {
     const auto x = input.contiguous();
+    const bool two = weight2_or_none.has_value();
+    const at::Tensor weight2 = two ? *weight2_or_none : at::Tensor();
+    const at::Tensor bias2 = two ? *bias2_or_none : at::Tensor();
     const int64_t n = x.size(-1), rows = x.numel() / n;
     auto y = at::empty_like(x);
+    auto y2 = two ? at::empty_like(x) : at::Tensor();
     auto mean = at::empty({rows}, x.options()), r = at::empty({rows}, x.options());
     layer_norm_forward(rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
-                       bias.data_ptr<float>(), y.data_ptr<float>(), mean.data_ptr<float>(),
-                       r.data_ptr<float>());
-    ctx->save_for_backward({x, weight});
+                       bias.data_ptr<float>(), y.data_ptr<float>(),
+                       two ? weight2.data_ptr<float>() : nullptr, two ? bias2.data_ptr<float>() : nullptr,
+                       two ? y2.data_ptr<float>() : nullptr, mean.data_ptr<float>(), r.data_ptr<float>());
+    ctx->save_for_backward(two ? torch::autograd::variable_list{x, weight, weight2}
+                               : torch::autograd::variable_list{x, weight});
     ctx->saved_data["mean"] = mean;
     ctx->saved_data["r"] = r;
-    return y;
+    if (two) return {y, y2};
+    return {y};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &x = saved[0], &w = saved[1];
+    const bool two = saved.size() == 3;
+    const at::Tensor w2 = two ? saved[2] : at::Tensor();
     const auto mean = ctx->saved_data["mean"].toTensor(), r = ctx->saved_data["r"].toTensor();
     const auto dy = grads[0].contiguous();
+    const auto dy2 = two ? grads[1].contiguous() : at::Tensor();
     const int64_t n = x.size(-1), rows = x.numel() / n;
     auto dx = at::empty_like(x);
     auto dw = at::zeros_like(w), db = at::zeros_like(w);
-    layer_norm_backward(rows, n, x.data_ptr<float>(), w.data_ptr<float>(), mean.data_ptr<float>(),
-                        r.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>(),
-                        dw.data_ptr<float>(), db.data_ptr<float>());
-    return {dx, dw, db, at::Tensor()};
+    auto dw2 = two ? at::zeros_like(w2) : at::Tensor(), db2 = two ? at::zeros_like(w2) : at::Tensor();
+    auto scratch = at::empty({n}, x.options());
+    layer_norm_backward(rows, n, x.data_ptr<float>(), w.data_ptr<float>(),
+                        two ? w2.data_ptr<float>() : nullptr, mean.data_ptr<float>(), r.data_ptr<float>(),
+                        dy.data_ptr<float>(), two ? dy2.data_ptr<float>() : nullptr, dx.data_ptr<float>(),
+                        dw.data_ptr<float>(), db.data_ptr<float>(), two ? dw2.data_ptr<float>() : nullptr,
+                        two ? db2.data_ptr<float>() : nullptr, scratch.data_ptr<float>());
+    return {dx, dw, db, dw2, db2, at::Tensor()};
   }
 };
 
@@ -442,7 +497,22 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
                      weight.is_contiguous() && bias.is_contiguous() &&
                      weight.size(0) == x.size(-1) && bias.size(0) == x.size(-1);
   if (!fused) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
-  return FusedLayerNorm::apply(x, weight, bias, eps);
+  return FusedLayerNorm::apply(x, weight, bias, c10::nullopt, c10::nullopt, eps)[0];
+}
+
+std::pair<at::Tensor, at::Tensor> layer_norm_pair(const at::Tensor& x, const at::Tensor& weight,
+                                                  const at::Tensor& bias, const at::Tensor& weight2,
+                                                  const at::Tensor& bias2, double eps) {
+  auto affine_ok = [&](const at::Tensor& t) {
+    return t.defined() && fusable(t) && t.dim() == 1 && t.is_contiguous() && t.size(0) == x.size(-1);
+  };
+  const bool fused = fusable(x) && x.dim() >= 1 && affine_ok(weight) && affine_ok(bias) &&
+                     affine_ok(weight2) && affine_ok(bias2);
+  if (!fused)
+    return {layer_norm(x, weight, bias, eps), layer_norm(x, weight2, bias2, eps)};
+  auto out = FusedLayerNorm::apply(x, weight, bias, c10::optional<at::Tensor>(weight2),
+                                   c10::optional<at::Tensor>(bias2), eps);
+  return {out[0], out[1]};
 }
 
 at::Tensor dropout(const at::Tensor& x, double p, bool training) {

@@ -4,6 +4,8 @@
 
 #include <torch/types.h>
 
+#include <utility>
+
 #include "induct/export.hpp"
 
 namespace induct::nn {
@@ -27,6 +29,13 @@ torch::Tensor INDUCT_SDK_API rms_norm(const torch::Tensor& x, const torch::Tenso
 // were about 6% of a small Pythia step), elsewhere, or without weight and bias, LibTorch's.
 torch::Tensor INDUCT_SDK_API layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                                         const torch::Tensor& bias, double eps);
+
+// Two LayerNorms of the same x (GPT-NeoX's parallel residual): {layer_norm(x, weight, bias),
+// layer_norm(x, weight2, bias2)}. Fused on the CPU in float32: the row statistics once, and one
+// backward pass whose gradient of x is that of both (no separate sum of two gradients).
+std::pair<torch::Tensor, torch::Tensor> INDUCT_SDK_API layer_norm_pair(
+    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+    const torch::Tensor& weight2, const torch::Tensor& bias2, double eps);
 
 // Inverted dropout: when training, each element is zeroed with probability p and the others
 // scaled by 1 / (1 - p). On the CPU the mask is a counter-based hash of the element's index
