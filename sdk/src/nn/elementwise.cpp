@@ -57,37 +57,22 @@ inline float gelu_erf_slope(float v) {
   return cdf + v * kInvSqrt2Pi * e;
 }
 
-INDUCT_SIMD_CLONES void gelu_forward(int64_t n, const float* x, float* y) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh_value(x[i]);
-}
-
-INDUCT_SIMD_CLONES void gelu_backward(int64_t n, const float* x, const float* dy, float* dx) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_tanh_slope(x[i]);
-}
-
-INDUCT_SIMD_CLONES void gelu_erf_forward(int64_t n, const float* x, float* y) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] = gelu_erf_value(x[i]);
-}
-
-INDUCT_SIMD_CLONES void gelu_erf_backward(int64_t n, const float* x, const float* dy, float* dx) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_erf_slope(x[i]);
-}
-
-// The bias and GELU after a product (gemm.hpp): u [M, N] += bias row by row (bias may be null),
-// y = GELU(u).
+// The bias and GELU after a product (gemm.hpp): u [M, N] += bias row by row, y = GELU(u); with
+// a null bias u is only read (GELU alone: FusedGelu passes its input as one row).
 template <bool exact>
 __attribute__((always_inline)) inline void bias_gelu_rows(int64_t M, int64_t N, const float* bias,
                                                           float* u, float* y) {
   for (int64_t m = 0; m < M; ++m) {
     float* ur = u + m * N;
     float* yr = y + m * N;
+    if (!bias) {
+#pragma omp simd
+      for (int64_t n = 0; n < N; ++n) yr[n] = exact ? gelu_erf_value(ur[n]) : gelu_tanh_value(ur[n]);
+      continue;
+    }
 #pragma omp simd
     for (int64_t n = 0; n < N; ++n) {
-      const float v = ur[n] + (bias ? bias[n] : 0.0f);
+      const float v = ur[n] + bias[n];
       ur[n] = v;
       yr[n] = exact ? gelu_erf_value(v) : gelu_tanh_value(v);
     }
@@ -147,7 +132,7 @@ class FusedGelu : public torch::autograd::Function<FusedGelu> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, bool exact) {
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
-    (exact ? gelu_erf_forward : gelu_forward)(xc.numel(), xc.data_ptr<float>(), y.data_ptr<float>());
+    bias_gelu(1, xc.numel(), nullptr, exact, xc.data_ptr<float>(), y.data_ptr<float>());
     ctx->save_for_backward({xc});
     ctx->saved_data["exact"] = exact;
     return y;
@@ -157,8 +142,8 @@ class FusedGelu : public torch::autograd::Function<FusedGelu> {
     const auto x = ctx->get_saved_variables()[0];
     const auto dy = grads[0].contiguous();
     auto dx = at::empty_like(x);
-    (ctx->saved_data["exact"].toBool() ? gelu_erf_backward : gelu_backward)(
-        x.numel(), x.data_ptr<float>(), dy.data_ptr<float>(), dx.data_ptr<float>());
+    gelu_bias_backward(1, x.numel(), x.data_ptr<float>(), dy.data_ptr<float>(),
+                       ctx->saved_data["exact"].toBool(), dx.data_ptr<float>(), nullptr);
     return {dx, at::Tensor()};
   }
 };

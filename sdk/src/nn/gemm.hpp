@@ -17,8 +17,8 @@ void bias_rows(int64_t M, int64_t N, const float* bias, float* y);
 // out[n] = sum over m of g[m, n], g [M, N] row-major (a bias's gradient).
 void column_sums(int64_t M, int64_t N, const float* g, float* out);
 
-// After a product u [M, N] (bias may be null): u += bias on each row, y = GELU(u), exact (erf)
-// or the tanh approximation; one pass (elementwise.cpp).
+// After a product u [M, N]: u += bias on each row, y = GELU(u), exact (erf) or the tanh
+// approximation; one pass (elementwise.cpp). With a null bias u is only read (GELU alone).
 void bias_gelu(int64_t M, int64_t N, const float* bias, bool exact, float* u, float* y);
 
 // Its backward: du = dy GELU'(u) and, when dbias is not null, dbias = the column sums of du.
