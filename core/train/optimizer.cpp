@@ -43,7 +43,6 @@ FlatAdam::FlatAdam(std::vector<torch::Tensor> parameters, double lr, double beta
   grads_ = torch::zeros({total}, options);
   exp_avg_ = torch::zeros({total}, options);
   exp_avg_sq_ = torch::zeros({total}, options);
-  denom_ = torch::empty({total}, options);
   int64_t offset = 0;
   for (auto& p : parameters_) {
     const int64_t n = p.numel();
@@ -72,6 +71,7 @@ void FlatAdam::step() {
   }
   exp_avg_.mul_(beta1_).add_(grads_, 1 - beta1_);
   exp_avg_sq_.mul_(beta2_).addcmul_(grads_, grads_, 1 - beta2_);
+  if (!denom_.defined()) denom_ = torch::empty_like(values_);  // only this path needs it
   torch::sqrt_out(denom_, exp_avg_sq_);
   denom_.div_(std::sqrt(bias2)).add_(eps_);
   values_.addcdiv_(exp_avg_, denom_, -lr_ / bias1);
