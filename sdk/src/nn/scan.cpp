@@ -4,8 +4,12 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
+
+#include "simd_math.hpp"
 
 namespace induct::nn {
 
@@ -35,124 +39,189 @@ template <class T>
 struct ScanArgs {
   int64_t batch, steps, channels, states;
   const T *x, *delta, *A, *B, *C, *D;
-  T at_x(int64_t b, int64_t t, int64_t d) const { return x[(b * steps + t) * channels + d]; }
-  T at_delta(int64_t b, int64_t t, int64_t d) const { return delta[(b * steps + t) * channels + d]; }
+  int64_t at(int64_t b, int64_t t, int64_t d) const { return (b * steps + t) * channels + d; }
   const T* row_B(int64_t b, int64_t t) const { return B + (b * steps + t) * states; }
   const T* row_C(int64_t b, int64_t t) const { return C + (b * steps + t) * states; }
 };
 
-// decay[d, n] = exp(delta[b, t, d] * A[d, n]) for one (b, t), through ATen's vectorised exp
-// (a scalar exp per element was half of a Mamba training step).
+// The recurrence is independent across (batch, channel) pairs: each walks time with its state,
+// one row of `states` numbers, in L1, and computes its decays exp(delta * A) in the same
+// vectorised loop (one pass; no [B, Di, N] tensors, no separate exp over a row). Only C's
+// contraction (forward) and the sums over channels of B's and C's gradients (backward) couple
+// the channels of one batch index.
+
+// Rows of states are processed kLanes at a time (padded to a multiple of it), and sums over a
+// row kept as kLanes partial sums that lane_sum adds as a tree: an omp simd reduction over the
+// row instead spilled its vector to the stack and added it one lane at a time (half of the
+// forward).
+constexpr int64_t kLanes = 16;
+
 template <class T>
-void fill_decay(const ScanArgs<T>& a, int64_t b, int64_t t, torch::Tensor& decay) {
-  T* e = decay.template data_ptr<T>();
-  for (int64_t d = 0; d < a.channels; ++d) {
-    const T dt = a.at_delta(b, t, d);
-    const T* Ad = a.A + d * a.states;
-    for (int64_t n = 0; n < a.states; ++n) e[d * a.states + n] = dt * Ad[n];
-  }
-  decay.exp_();
+__attribute__((always_inline)) inline T lane_sum(T* acc) {
+  static_assert(kLanes == 16);
+  for (int l = 0; l < 8; ++l) acc[l] += acc[l + 8];
+  for (int l = 0; l < 4; ++l) acc[l] += acc[l + 4];
+  for (int l = 0; l < 2; ++l) acc[l] += acc[l + 2];
+  return acc[0] + acc[1];
 }
 
-// Advances the state of one batch index, [channels, states], by step t: h = e * previous +
-// delta x B (previous null: h_0 = 0), and writes y[b, t, :] when y is given.
+// Forward of batch indices [begin, end): y[b, t, d] for every t and d. h: `states` scratch.
 template <class T>
-void advance(const ScanArgs<T>& a, int64_t b, int64_t t, const T* e, const T* previous, T* h,
-             T* y) {
+__attribute__((always_inline)) inline void forward_batches(const ScanArgs<T>& a, int64_t begin, int64_t end, T* h, T* y) {
   const int64_t S = a.states;
-  const T* Bt = a.row_B(b, t);
-  const T* Ct = a.row_C(b, t);
-  for (int64_t d = 0; d < a.channels; ++d) {
-    const T xv = a.at_x(b, t, d), drive = a.at_delta(b, t, d) * xv;
-    const T* ed = e + d * S;
-    const T* pd = previous ? previous + d * S : nullptr;
-    T* hd = h + d * S;
-    T out = 0;
-    if (pd) {
-#pragma omp simd reduction(+ : out)
-      for (int64_t n = 0; n < S; ++n) {
-        hd[n] = ed[n] * pd[n] + drive * Bt[n];
-        out += Ct[n] * hd[n];
-      }
-    } else {
-#pragma omp simd reduction(+ : out)
-      for (int64_t n = 0; n < S; ++n) {
-        hd[n] = drive * Bt[n];
-        out += Ct[n] * hd[n];
+  for (int64_t b = begin; b < end; ++b) {
+    for (int64_t d = 0; d < a.channels; ++d) {
+      const T* Ad = a.A + d * S;
+      std::fill(h, h + S, T(0));
+      for (int64_t t = 0; t < a.steps; ++t) {
+        const int64_t i = a.at(b, t, d);
+        const T dt = a.delta[i], xv = a.x[i], drive = dt * xv;
+        const T *Bt = a.row_B(b, t), *Ct = a.row_C(b, t);
+        T acc[kLanes] = {};
+        for (int64_t n0 = 0; n0 < S; n0 += kLanes) {
+#pragma omp simd
+          for (int64_t l = 0; l < kLanes; ++l) {
+            const int64_t n = n0 + l;
+            const T hn = simd::exp_approx(dt * Ad[n]) * h[n] + drive * Bt[n];
+            h[n] = hn;
+            acc[l] += Ct[n] * hn;
+          }
+        }
+        y[i] = lane_sum(acc) + a.D[d] * xv;
       }
     }
-    if (y) y[(b * a.steps + t) * a.channels + d] = out + a.D[d] * xv;
   }
 }
 
+// Scratch of one thread's backward: the states and decays of one (batch, channel) for every
+// step, the state gradient, the channel's A gradient, and h_0 = 0.
 template <class T>
-void scan_forward(const ScanArgs<T>& a, T* y, const torch::TensorOptions& options) {
-  at::parallel_for(0, a.batch, 1, [&](int64_t begin, int64_t end) {
-    auto decay = torch::empty({a.channels, a.states}, options);
-    std::vector<T> h(a.channels * a.states), next(a.channels * a.states);
-    for (int64_t b = begin; b < end; ++b) {
-      for (int64_t t = 0; t < a.steps; ++t) {
-        fill_decay(a, b, t, decay);
-        advance(a, b, t, decay.template data_ptr<T>(), t > 0 ? h.data() : nullptr, next.data(), y);
-        std::swap(h, next);
+struct BackwardScratch {
+  std::vector<T> hs, es, gh, gA, zeros;
+  BackwardScratch(int64_t steps, int64_t states)
+      : hs(steps * states), es(steps * states), gh(states), gA(states), zeros(states, T(0)) {}
+};
+
+// Reverse mode through the recurrence for batch indices [begin, end): recompute one channel's
+// states and decays, then walk back carrying dL/dh. gB and gC (one row per (b, t)) sum over
+// channels; gA and gD (sums over the batch) go to this chunk's own rows gA_part, gD_part.
+template <class T>
+__attribute__((always_inline)) inline void backward_batches(const ScanArgs<T>& a, int64_t begin, int64_t end, const T* gy, T* gx,
+                      T* gdelta, T* gA_part, T* gB, T* gC, T* gD_part, BackwardScratch<T>& w) {
+  const int64_t S = a.states, steps = a.steps;
+  for (int64_t b = begin; b < end; ++b) {
+    for (int64_t d = 0; d < a.channels; ++d) {
+      const T* Ad = a.A + d * S;
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t i = a.at(b, t, d);
+        const T dt = a.delta[i], drive = dt * a.x[i];
+        const T* Bt = a.row_B(b, t);
+        const T* previous = t > 0 ? w.hs.data() + (t - 1) * S : w.zeros.data();
+        T* h = w.hs.data() + t * S;
+        T* e = w.es.data() + t * S;
+#pragma omp simd
+        for (int64_t n = 0; n < S; ++n) {
+          e[n] = simd::exp_approx(dt * Ad[n]);
+          h[n] = e[n] * previous[n] + drive * Bt[n];
+        }
       }
+      std::fill(w.gh.begin(), w.gh.end(), T(0));
+      std::fill(w.gA.begin(), w.gA.end(), T(0));
+      T* gh = w.gh.data();
+      T* gAd = w.gA.data();
+      T gDd = 0;
+      for (int64_t t = steps - 1; t >= 0; --t) {
+        const int64_t i = a.at(b, t, d);
+        const T g = gy[i], dt = a.delta[i], xv = a.x[i], dtx = dt * xv;
+        const T *Bt = a.row_B(b, t), *Ct = a.row_C(b, t);
+        T* gBt = gB + (b * steps + t) * S;
+        T* gCt = gC + (b * steps + t) * S;
+        const T* h = w.hs.data() + t * S;
+        const T* e = w.es.data() + t * S;
+        const T* previous = t > 0 ? w.hs.data() + (t - 1) * S : w.zeros.data();
+        gDd += g * xv;
+        // h_t = e * h_{t-1} + dt * x * B with e = exp(dt * A); y_t = C . h_t + D x.
+        // s = sum dL/dh_t B (for x's and dt's gradients), r = sum A dL/dh_t e h_{t-1} (dt's).
+        T s_acc[kLanes] = {}, r_acc[kLanes] = {};
+        for (int64_t n0 = 0; n0 < S; n0 += kLanes) {
+#pragma omp simd
+          for (int64_t l = 0; l < kLanes; ++l) {
+            const int64_t n = n0 + l;
+            const T ghn = gh[n] + g * Ct[n];
+            gCt[n] += g * h[n];
+            s_acc[l] += ghn * Bt[n];
+            const T q = ghn * e[n] * previous[n];
+            r_acc[l] += Ad[n] * q;
+            gAd[n] += dt * q;
+            gBt[n] += dtx * ghn;
+            gh[n] = ghn * e[n];
+          }
+        }
+        const T s = lane_sum(s_acc);
+        gx[i] = g * a.D[d] + dt * s;
+        gdelta[i] = lane_sum(r_acc) + xv * s;
+      }
+      T* gA_row = gA_part + d * S;
+      for (int64_t n = 0; n < S; ++n) gA_row[n] += gAd[n];
+      gD_part[d] += gDd;
+    }
+  }
+}
+
+// The float kernels, compiled for each vector width (target_clones does not apply to templates).
+INDUCT_SIMD_CLONES void forward_batches_float(const ScanArgs<float>& a, int64_t begin,
+                                              int64_t end, float* h, float* y) {
+  forward_batches<float>(a, begin, end, h, y);
+}
+
+INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t begin,
+                                               int64_t end, const float* gy, float* gx,
+                                               float* gdelta, float* gA_part, float* gB,
+                                               float* gC, float* gD_part,
+                                               BackwardScratch<float>& w) {
+  backward_batches<float>(a, begin, end, gy, gx, gdelta, gA_part, gB, gC, gD_part, w);
+}
+
+// The batch split into `chunks` contiguous ranges, one per task of the thread pool: how the
+// batch is split depends only on the thread count (a config value), never on timing, so gA and
+// gD, summed over chunks, are the same from run to run.
+struct BatchChunks {
+  int64_t batch, count;
+  explicit BatchChunks(int64_t batch_)
+      : batch(batch_), count(std::max<int64_t>(1, std::min<int64_t>(batch_, at::get_num_threads()))) {}
+  int64_t begin(int64_t chunk) const { return chunk * batch / count; }
+};
+
+template <class T>
+void scan_forward(const ScanArgs<T>& a, T* y) {
+  const BatchChunks chunks(a.batch);
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    std::vector<T> h(a.states);
+    for (int64_t c = first; c < last; ++c) {
+      if constexpr (std::is_same_v<T, float>)
+        forward_batches_float(a, chunks.begin(c), chunks.begin(c + 1), h.data(), y);
+      else
+        forward_batches<T>(a, chunks.begin(c), chunks.begin(c + 1), h.data(), y);
     }
   });
 }
 
-// Reverse-mode through the recurrence, one batch index at a time: recompute its states
-// h_1..h_T and decays, then walk back carrying dL/dh. gA and gD sum over the batch: each batch
-// index writes its own slice of a buffer that is reduced afterwards.
+// gA_parts, gD_parts: one zeroed row of [Di, N] and [Di] per chunk, summed by the caller.
 template <class T>
 void scan_backward(const ScanArgs<T>& a, const T* gy, T* gx, T* gdelta, T* gA_parts, T* gB,
-                   T* gC, T* gD_parts, const torch::TensorOptions& options) {
-  at::parallel_for(0, a.batch, 1, [&](int64_t begin, int64_t end) {
-    const int64_t S = a.states, width = a.channels * S;
-    auto decays = torch::empty({a.steps, a.channels, S}, options);
-    std::vector<T> hs(a.steps * width), gh(width), zeros(S, T(0));
-    T* all_decays = decays.template data_ptr<T>();
-    for (int64_t b = begin; b < end; ++b) {
-      for (int64_t t = 0; t < a.steps; ++t) {
-        auto decay = decays[t];
-        fill_decay(a, b, t, decay);
-        advance<T>(a, b, t, all_decays + t * width, t > 0 ? hs.data() + (t - 1) * width : nullptr,
-                   hs.data() + t * width, nullptr);
-      }
-      std::fill(gh.begin(), gh.end(), T(0));
-      T* gA_b = gA_parts + b * width;
-      for (int64_t t = a.steps - 1; t >= 0; --t) {
-        const T* Bt = a.row_B(b, t);
-        const T* Ct = a.row_C(b, t);
-        T* gBt = gB + (b * a.steps + t) * S;
-        T* gCt = gC + (b * a.steps + t) * S;
-        for (int64_t d = 0; d < a.channels; ++d) {
-          const int64_t at = (b * a.steps + t) * a.channels + d;
-          const T g = gy[at], dt = a.delta[at], xv = a.x[at];
-          const T* Ad = a.A + d * S;
-          const T* h = hs.data() + t * width + d * S;
-          const T* e = all_decays + t * width + d * S;
-          // h_0 = 0: a row of zeros stands in for it.
-          const T* previous = t > 0 ? hs.data() + (t - 1) * width + d * S : zeros.data();
-          T* ghd = gh.data() + d * S;
-          T* gAd = gA_b + d * S;
-          T gx_t = g * a.D[d], gdt = 0;
-          gD_parts[b * a.channels + d] += g * xv;
-#pragma omp simd reduction(+ : gdt, gx_t)
-          for (int64_t n = 0; n < S; ++n) {
-            ghd[n] += g * Ct[n];
-            gCt[n] += g * h[n];
-            const T hp = previous[n];
-            // h_t = e * h_{t-1} + dt * x * B,  e = exp(dt * A)
-            gdt += ghd[n] * (Ad[n] * e[n] * hp + xv * Bt[n]);
-            gx_t += ghd[n] * dt * Bt[n];
-            gBt[n] += ghd[n] * dt * xv;
-            gAd[n] += ghd[n] * dt * e[n] * hp;
-            ghd[n] *= e[n];
-          }
-          gx[at] = gx_t;
-          gdelta[at] = gdt;
-        }
-      }
+                   T* gC, T* gD_parts) {
+  const BatchChunks chunks(a.batch);
+  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+    BackwardScratch<T> w(a.steps, a.states);
+    for (int64_t c = first; c < last; ++c) {
+      T* gA_part = gA_parts + c * a.channels * a.states;
+      T* gD_part = gD_parts + c * a.channels;
+      if constexpr (std::is_same_v<T, float>)
+        backward_batches_float(a, chunks.begin(c), chunks.begin(c + 1), gy, gx, gdelta, gA_part,
+                               gB, gC, gD_part, w);
+      else
+        backward_batches<T>(a, chunks.begin(c), chunks.begin(c + 1), gy, gx, gdelta, gA_part, gB,
+                            gC, gD_part, w);
     }
   });
 }
@@ -170,12 +239,19 @@ class FusedScan : public torch::autograd::Function<FusedScan> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
                                torch::Tensor delta, torch::Tensor A, torch::Tensor Bm,
                                torch::Tensor C, torch::Tensor D) {
-    x = x.contiguous(), delta = delta.contiguous(), A = A.contiguous();
-    Bm = Bm.contiguous(), C = C.contiguous(), D = D.contiguous();
+    x = x.contiguous(), delta = delta.contiguous(), D = D.contiguous();
+    // States padded to a multiple of kLanes with zeros in A, B and C: a padded state has decay
+    // 1 and no input, so it stays 0 and adds nothing to y or to any gradient.
+    const int64_t states = A.size(1), pad = (kLanes - states % kLanes) % kLanes;
+    auto padded = [pad](const torch::Tensor& t) {
+      return pad ? torch::constant_pad_nd(t, {0, pad}) : t.contiguous();
+    };
+    A = padded(A), Bm = padded(Bm), C = padded(C);
+    ctx->saved_data["states"] = states;
     ctx->save_for_backward({x, delta, A, Bm, C, D});
     auto y = torch::empty_like(x);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "selective_scan_forward", [&] {
-      scan_forward(args_of<scalar_t>(x, delta, A, Bm, C, D), y.data_ptr<scalar_t>(), x.options());
+      scan_forward(args_of<scalar_t>(x, delta, A, Bm, C, D), y.data_ptr<scalar_t>());
     });
     return y;
   }
@@ -188,15 +264,18 @@ class FusedScan : public torch::autograd::Function<FusedScan> {
     auto gy = grads[0].contiguous();
     auto gx = torch::empty_like(x), gdelta = torch::empty_like(delta);
     auto gB = torch::zeros_like(Bm), gC = torch::zeros_like(C);
-    auto gA_parts = torch::zeros({x.size(0), A.size(0), A.size(1)}, A.options());
-    auto gD_parts = torch::zeros({x.size(0), D.size(0)}, D.options());
+    const int64_t chunks = BatchChunks(x.size(0)).count;
+    auto gA_parts = torch::zeros({chunks, A.size(0), A.size(1)}, A.options());
+    auto gD_parts = torch::zeros({chunks, D.size(0)}, D.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "selective_scan_backward", [&] {
       scan_backward(args_of<scalar_t>(x, delta, A, Bm, C, D), gy.data_ptr<scalar_t>(),
                     gx.data_ptr<scalar_t>(), gdelta.data_ptr<scalar_t>(),
                     gA_parts.data_ptr<scalar_t>(), gB.data_ptr<scalar_t>(),
-                    gC.data_ptr<scalar_t>(), gD_parts.data_ptr<scalar_t>(), x.options());
+                    gC.data_ptr<scalar_t>(), gD_parts.data_ptr<scalar_t>());
     });
-    return {gx, gdelta, gA_parts.sum(0), gB, gC, gD_parts.sum(0)};
+    const int64_t states = ctx->saved_data["states"].toInt();
+    return {gx, gdelta, gA_parts.sum(0).narrow(1, 0, states), gB.narrow(2, 0, states),
+            gC.narrow(2, 0, states), gD_parts.sum(0)};
   }
 };
 
