@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "induct/nn/attention.hpp"
+#include "induct/nn/conv.hpp"
 #include "induct/nn/linear.hpp"
 #include "induct/nn/loss.hpp"
 #include "induct/nn/elementwise.hpp"
@@ -112,6 +113,38 @@ BOOST_AUTO_TEST_CASE(fused_scan_in_float_matches_the_reference_in_double_backwar
   at::set_num_threads(1);
   for (size_t i = 0; i < fused.size(); ++i)
     BOOST_TEST(torch::allclose(two_threads[i], fused[i], 1e-5, 1e-6), names[i]);
+}
+
+// The fused depthwise causal convolution (float) against its LibTorch reference in double:
+// with and without SiLU and bias, and with fewer steps than taps (every tap reaches before t = 0).
+BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {
+  for (int64_t T : {2, 11})
+    for (bool silu : {false, true})
+      for (bool with_bias : {false, true}) {
+        torch::manual_seed(T + 2 * silu + with_bias);
+        const int64_t B = 3, C = 21, K = 4;
+        auto opts = torch::TensorOptions().dtype(torch::kDouble);
+        const std::vector<torch::Tensor> inputs{torch::randn({B, T, C}, opts) * 2,
+                                                torch::randn({C, K}, opts), torch::randn({C}, opts)};
+        auto weights = torch::linspace(-1, 1, B * T * C, opts).reshape({B, T, C});
+        auto run = [&](torch::Dtype dtype, bool fused) {
+          std::vector<torch::Tensor> in;
+          for (const auto& t : inputs) in.push_back(t.to(dtype).clone().requires_grad_(true));
+          auto bias = with_bias ? in[2] : torch::Tensor();
+          auto y = (fused ? induct::nn::causal_conv1d : induct::nn::causal_conv1d_reference)(
+              in[0], in[1], bias, silu);
+          (y * weights.to(dtype)).sum().backward();
+          std::vector<torch::Tensor> out{y.detach().to(torch::kDouble), in[0].grad().to(torch::kDouble),
+                                         in[1].grad().to(torch::kDouble)};
+          if (with_bias) out.push_back(in[2].grad().to(torch::kDouble));
+          return out;
+        };
+        auto reference = run(torch::kDouble, false), fused = run(torch::kFloat, true);
+        const char* names[] = {"y", "dx", "dweight", "dbias"};
+        for (size_t i = 0; i < fused.size(); ++i)
+          BOOST_TEST(torch::allclose(fused[i], reference[i], 1e-5, 1e-5),
+                     names[i] << " T=" << T << " silu=" << silu << " bias=" << with_bias);
+      }
 }
 
 BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {

@@ -4,6 +4,7 @@
 // softplus of a log-uniform dt in [dt_min, dt_max], dt_proj weights uniform(+-dt_rank^-0.5),
 // embedding N(0, 0.02), out_proj scaled by 1/sqrt(layers). The scan is the SDK's.
 #include <induct/model.hpp>
+#include <induct/nn/conv.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/scan.hpp>
@@ -65,23 +66,12 @@ class MambaBlock : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
     const int64_t N = c_.d_state;
     auto xz = project(in_proj, norm(x)).chunk(2, -1);                        // 2 x [B, T, Di]
-    auto u = torch::silu(causal_conv(xz[0]));                                // [B, T, Di]
+    auto u = induct::nn::causal_conv1d(xz[0], conv->weight.squeeze(1), conv->bias, true);  // [B, T, Di]
     auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);             // [B, T, R|N|N]
     auto delta = torch::softplus(project(dt_proj, dbc[0]));                  // [B, T, Di]
     auto A = -torch::exp(A_log);                                             // [Di, N]
     auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D);     // [B, T, Di]
     return x + project(out_proj, y * torch::silu(xz[1]));
-  }
-
-  // The depthwise causal convolution of `conv`'s weights as K shifted multiply-adds:
-  // u_t = bias + sum_k w_k x_{t-K+1+k}. (Conv1d with groups = channels ran as many tiny GEMMs.)
-  torch::Tensor causal_conv(const torch::Tensor& x) {  // [B, T, Di] -> [B, T, Di]
-    const int64_t T = x.size(1), K = c_.d_conv;
-    auto padded = torch::constant_pad_nd(x, {0, 0, K - 1, 0});  // [B, K-1+T, Di]
-    auto w = conv->weight.squeeze(1).t();                        // [K, Di]
-    auto u = conv->bias + padded.narrow(1, 0, T) * w[0];
-    for (int64_t k = 1; k < K; ++k) u = u + padded.narrow(1, k, T) * w[k];
-    return u;
   }
 
   induct::nn::RMSNorm norm{nullptr};

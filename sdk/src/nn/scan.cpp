@@ -1,7 +1,6 @@
 #include "induct/nn/scan.hpp"
 
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "batch_chunks.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
@@ -182,27 +182,14 @@ INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t
   backward_batches<float>(a, begin, end, gy, gx, gdelta, gA_part, gB, gC, gD_part, w);
 }
 
-// The batch split into `chunks` contiguous ranges, one per task of the thread pool: how the
-// batch is split depends only on the thread count (a config value), never on timing, so gA and
-// gD, summed over chunks, are the same from run to run.
-struct BatchChunks {
-  int64_t batch, count;
-  explicit BatchChunks(int64_t batch_)
-      : batch(batch_), count(std::max<int64_t>(1, std::min<int64_t>(batch_, at::get_num_threads()))) {}
-  int64_t begin(int64_t chunk) const { return chunk * batch / count; }
-};
-
 template <class T>
 void scan_forward(const ScanArgs<T>& a, T* y) {
-  const BatchChunks chunks(a.batch);
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+  BatchChunks(a.batch).run([&](int64_t, int64_t begin, int64_t end) {
     std::vector<T> h(a.states);
-    for (int64_t c = first; c < last; ++c) {
-      if constexpr (std::is_same_v<T, float>)
-        forward_batches_float(a, chunks.begin(c), chunks.begin(c + 1), h.data(), y);
-      else
-        forward_batches<T>(a, chunks.begin(c), chunks.begin(c + 1), h.data(), y);
-    }
+    if constexpr (std::is_same_v<T, float>)
+      forward_batches_float(a, begin, end, h.data(), y);
+    else
+      forward_batches<T>(a, begin, end, h.data(), y);
   });
 }
 
@@ -210,19 +197,14 @@ void scan_forward(const ScanArgs<T>& a, T* y) {
 template <class T>
 void scan_backward(const ScanArgs<T>& a, const T* gy, T* gx, T* gdelta, T* gA_parts, T* gB,
                    T* gC, T* gD_parts) {
-  const BatchChunks chunks(a.batch);
-  at::parallel_for(0, chunks.count, 1, [&](int64_t first, int64_t last) {
+  BatchChunks(a.batch).run([&](int64_t chunk, int64_t begin, int64_t end) {
     BackwardScratch<T> w(a.steps, a.states);
-    for (int64_t c = first; c < last; ++c) {
-      T* gA_part = gA_parts + c * a.channels * a.states;
-      T* gD_part = gD_parts + c * a.channels;
-      if constexpr (std::is_same_v<T, float>)
-        backward_batches_float(a, chunks.begin(c), chunks.begin(c + 1), gy, gx, gdelta, gA_part,
-                               gB, gC, gD_part, w);
-      else
-        backward_batches<T>(a, chunks.begin(c), chunks.begin(c + 1), gy, gx, gdelta, gA_part, gB,
-                            gC, gD_part, w);
-    }
+    T* gA_part = gA_parts + chunk * a.channels * a.states;
+    T* gD_part = gD_parts + chunk * a.channels;
+    if constexpr (std::is_same_v<T, float>)
+      backward_batches_float(a, begin, end, gy, gx, gdelta, gA_part, gB, gC, gD_part, w);
+    else
+      backward_batches<T>(a, begin, end, gy, gx, gdelta, gA_part, gB, gC, gD_part, w);
   });
 }
 
