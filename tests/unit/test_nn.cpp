@@ -30,14 +30,21 @@ std::vector<torch::Tensor> scan_inputs(torch::Dtype dtype) {
           -torch::rand({Di, N}, opts) * 2 - 0.1, torch::randn({B, T, N}, opts),
           torch::randn({B, T, N}, opts), torch::randn({Di}, opts)};
 }
+// The scan of in = {x, delta, A, B, C, D} and, when `gated`, in[6] = the delta bias (with
+// softplus) and in[7] = z, fused or the reference.
+torch::Tensor scan(bool fused, const std::vector<torch::Tensor>& in, bool gated) {
+  induct::nn::ScanOptions options;
+  if (gated) options = {in[6], true, in[7]};
+  return fused ? induct::nn::selective_scan(in[0], in[1], in[2], in[3], in[4], in[5], options)
+               : induct::nn::selective_scan_reference(in[0], in[1], in[2], in[3], in[4], in[5], options);
+}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(fused_scan_matches_the_reference_forward_and_backward) {
   auto run = [](bool fused) {
     auto inputs = scan_inputs(torch::kDouble);
     for (auto& t : inputs) t.requires_grad_(true);
-    auto y = (fused ? induct::nn::selective_scan : induct::nn::selective_scan_reference)(
-        inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], inputs[5]);
+    auto y = scan(fused, inputs, false);
     auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes());
     (y * weights).sum().backward();
     std::vector<torch::Tensor> out{y.detach()};
@@ -81,38 +88,46 @@ BOOST_AUTO_TEST_CASE(fused_scan_in_float_agrees_with_double) {
 
 // The float kernel as a model runs it: a state count that is not a multiple of the kernel's
 // 16 lanes (padded inside), channels not a multiple of a vector, the decays exp(delta A) from
-// the kernel's own exp; against the reference in double, forward and every gradient. Then the
-// same with the batch split over two threads (gA and gD summed over chunks).
+// the kernel's own exp; plain, and with Mamba's options (delta bias and softplus, the gate z).
+// Against the reference in double, forward and every gradient; the fused kernel in double
+// against the reference to rounding; then the float kernel with the batch split over two
+// threads (gA, gD and the delta bias's gradient summed over chunks).
 BOOST_AUTO_TEST_CASE(fused_scan_in_float_matches_the_reference_in_double_backward) {
-  torch::manual_seed(12);
-  const int64_t B = 5, T = 13, Di = 37, N = 20;
-  auto opts = torch::TensorOptions().dtype(torch::kDouble);
-  const std::vector<torch::Tensor> inputs{
-      torch::randn({B, T, Di}, opts), torch::rand({B, T, Di}, opts) * 0.3 + 0.001,
-      -torch::rand({Di, N}, opts) * 8 - 0.05, torch::randn({B, T, N}, opts),
-      torch::randn({B, T, N}, opts), torch::randn({Di}, opts)};
-  auto weights = torch::linspace(-1, 1, B * T * Di, opts).reshape({B, T, Di});
-  auto run = [&](bool fused, torch::Dtype dtype) {
-    std::vector<torch::Tensor> in;
-    for (const auto& t : inputs) in.push_back(t.to(dtype).clone().requires_grad_(true));
-    auto y = (fused ? induct::nn::selective_scan : induct::nn::selective_scan_reference)(
-        in[0], in[1], in[2], in[3], in[4], in[5]);
-    (y * weights.to(dtype)).sum().backward();
-    std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
-    for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
-    return out;
-  };
-  const char* names[] = {"y", "dx", "ddelta", "dA", "dB", "dC", "dD"};
-  auto reference = run(false, torch::kDouble), fused = run(true, torch::kFloat);
-  for (size_t i = 0; i < fused.size(); ++i) {
-    const double scale = reference[i].abs().max().item<double>();
-    BOOST_TEST((fused[i] - reference[i]).abs().max().item<double>() < 1e-5 * scale, names[i]);
+  for (bool gated : {false, true}) {
+    torch::manual_seed(12 + gated);
+    const int64_t B = 5, T = 13, Di = 37, N = 20;
+    auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    const std::vector<torch::Tensor> inputs{
+        torch::randn({B, T, Di}, opts),
+        gated ? torch::randn({B, T, Di}, opts) * 2 - 2 : torch::rand({B, T, Di}, opts) * 0.3 + 0.001,
+        -torch::rand({Di, N}, opts) * 8 - 0.05, torch::randn({B, T, N}, opts),
+        torch::randn({B, T, N}, opts), torch::randn({Di}, opts), torch::randn({Di}, opts),
+        torch::randn({B, T, Di}, opts) * 2};
+    auto weights = torch::linspace(-1, 1, B * T * Di, opts).reshape({B, T, Di});
+    auto run = [&](bool fused, torch::Dtype dtype) {
+      std::vector<torch::Tensor> in;
+      for (const auto& t : inputs) in.push_back(t.to(dtype).clone().requires_grad_(true));
+      auto y = scan(fused, in, gated);
+      (y * weights.to(dtype)).sum().backward();
+      std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+      for (size_t i = 0; i < (gated ? 8 : 6); ++i) out.push_back(in[i].grad().to(torch::kDouble));
+      return out;
+    };
+    const char* names[] = {"y", "dx", "ddelta", "dA", "dB", "dC", "dD", "ddelta_bias", "dz"};
+    auto reference = run(false, torch::kDouble), fused = run(true, torch::kFloat);
+    auto fused_double = run(true, torch::kDouble);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      const double scale = reference[i].abs().max().item<double>();
+      BOOST_TEST((fused[i] - reference[i]).abs().max().item<double>() < 1e-5 * scale,
+                 names[i] << " gated=" << gated);
+      BOOST_TEST(torch::allclose(fused_double[i], reference[i], 1e-10, 1e-12), names[i] << " gated=" << gated);
+    }
+    at::set_num_threads(2);
+    auto two_threads = run(true, torch::kFloat);
+    at::set_num_threads(1);
+    for (size_t i = 0; i < fused.size(); ++i)
+      BOOST_TEST(torch::allclose(two_threads[i], fused[i], 1e-5, 1e-6), names[i] << " gated=" << gated);
   }
-  at::set_num_threads(2);
-  auto two_threads = run(true, torch::kFloat);
-  at::set_num_threads(1);
-  for (size_t i = 0; i < fused.size(); ++i)
-    BOOST_TEST(torch::allclose(two_threads[i], fused[i], 1e-5, 1e-6), names[i]);
 }
 
 // The fused depthwise causal convolution (float) against its LibTorch reference in double:

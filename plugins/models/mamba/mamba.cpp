@@ -68,10 +68,12 @@ class MambaBlock : public torch::nn::Module {
     auto xz = project(in_proj, norm(x)).chunk(2, -1);                        // 2 x [B, T, Di]
     auto u = induct::nn::causal_conv1d(xz[0], conv->weight.squeeze(1), conv->bias, true);  // [B, T, Di]
     auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);             // [B, T, R|N|N]
-    auto delta = torch::softplus(project(dt_proj, dbc[0]));                  // [B, T, Di]
+    auto delta = induct::nn::linear(dbc[0], dt_proj->weight, {});            // [B, T, Di]
     auto A = -torch::exp(A_log);                                             // [Di, N]
-    auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D);     // [B, T, Di]
-    return x + project(out_proj, y * torch::silu(xz[1]));
+    // y * silu(z) of the scan with step sizes softplus(delta + dt bias).
+    auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D,
+                                        {dt_proj->bias, true, xz[1]});       // [B, T, Di]
+    return x + project(out_proj, y);
   }
 
   induct::nn::RMSNorm norm{nullptr};
@@ -145,5 +147,6 @@ void register_components(induct::Registrar& r) {
 }  // namespace
 
 // 1.1.0: the projections and the head on the SDK's linear (oneDNN's sgemm; results differ by
-// float rounding, so stored 1.0.0 trials are not reused).
-INDUCT_PLUGIN("mamba", "1.1.0", register_components)
+// float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the SDK's causal_conv1d, and
+// the dt bias, softplus and gate inside the scan's node (rounding).
+INDUCT_PLUGIN("mamba", "1.2.0", register_components)

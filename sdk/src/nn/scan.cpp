@@ -32,6 +32,16 @@ torch::Tensor selective_scan_reference(const torch::Tensor& x, const torch::Tens
   return torch::stack(ys, 1) + x * D;                                 // [B, T, Di]
 }
 
+torch::Tensor selective_scan_reference(const torch::Tensor& x, const torch::Tensor& delta,
+                                       const torch::Tensor& A, const torch::Tensor& Bm,
+                                       const torch::Tensor& C, const torch::Tensor& D,
+                                       const ScanOptions& options) {
+  auto dt = options.delta_bias.defined() ? delta + options.delta_bias : delta;
+  if (options.delta_softplus) dt = torch::softplus(dt);
+  auto y = selective_scan_reference(x, dt, A, Bm, C, D);
+  return options.z.defined() ? y * torch::silu(options.z) : y;
+}
+
 namespace {
 
 // Raw views of the contiguous inputs.
@@ -216,12 +226,131 @@ ScanArgs<T> args_of(const torch::Tensor& x, const torch::Tensor& delta, const to
           C.data_ptr<T>(),    D.data_ptr<T>()};
 }
 
+// The options' passes around the kernel, over [rows, Di] arrays (rows = B T).
+
+// dt = delta + bias, through softplus when `softplus`.
+template <class T>
+__attribute__((always_inline)) inline void step_sizes(int64_t begin, int64_t end, int64_t Di,
+                                                      const T* delta, const T* bias, bool softplus,
+                                                      T* dt) {
+  for (int64_t r = begin; r < end; ++r) {
+    const T* in = delta + r * Di;
+    T* out = dt + r * Di;
+    if (softplus) {
+#pragma omp simd
+      for (int64_t d = 0; d < Di; ++d) out[d] = simd::softplus_approx(in[d] + (bias ? bias[d] : T(0)));
+    } else {
+#pragma omp simd
+      for (int64_t d = 0; d < Di; ++d) out[d] = in[d] + bias[d];
+    }
+  }
+}
+
+// gdelta *= softplus'(delta + bias) = sigmoid(delta + bias), in place.
+template <class T>
+__attribute__((always_inline)) inline void step_sizes_backward(int64_t begin, int64_t end,
+                                                               int64_t Di, const T* delta,
+                                                               const T* bias, T* gdelta) {
+  for (int64_t r = begin; r < end; ++r) {
+    const T* in = delta + r * Di;
+    T* g = gdelta + r * Di;
+#pragma omp simd
+    for (int64_t d = 0; d < Di; ++d) g[d] *= simd::sigmoid_approx(in[d] + (bias ? bias[d] : T(0)));
+  }
+}
+
+// out = y silu(z) over n elements.
+template <class T>
+__attribute__((always_inline)) inline void gate(int64_t begin, int64_t end, const T* y, const T* z,
+                                                T* out) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) out[i] = y[i] * z[i] * simd::sigmoid_approx(z[i]);
+}
+
+// From g = dL/d(y silu(z)): gy = g silu(z), gz = g y silu'(z), silu'(z) = s (1 + z (1 - s)).
+template <class T>
+__attribute__((always_inline)) inline void gate_backward(int64_t begin, int64_t end, const T* g,
+                                                         const T* y, const T* z, T* gy, T* gz) {
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    const T s = simd::sigmoid_approx(z[i]);
+    gy[i] = g[i] * z[i] * s;
+    gz[i] = g[i] * y[i] * s * (T(1) + z[i] * (T(1) - s));
+  }
+}
+
+INDUCT_SIMD_CLONES void step_sizes_float(int64_t begin, int64_t end, int64_t Di, const float* delta,
+                                         const float* bias, bool softplus, float* dt) {
+  step_sizes<float>(begin, end, Di, delta, bias, softplus, dt);
+}
+INDUCT_SIMD_CLONES void step_sizes_backward_float(int64_t begin, int64_t end, int64_t Di,
+                                                  const float* delta, const float* bias,
+                                                  float* gdelta) {
+  step_sizes_backward<float>(begin, end, Di, delta, bias, gdelta);
+}
+INDUCT_SIMD_CLONES void gate_float(int64_t begin, int64_t end, const float* y, const float* z,
+                                   float* out) {
+  gate<float>(begin, end, y, z, out);
+}
+INDUCT_SIMD_CLONES void gate_backward_float(int64_t begin, int64_t end, const float* g,
+                                            const float* y, const float* z, float* gy, float* gz) {
+  gate_backward<float>(begin, end, g, y, z, gy, gz);
+}
+
+// The passes on the thread pool, each through its float clone or its template for double.
+constexpr int64_t kRowGrain = 64;
+
+template <class T>
+void run_step_sizes(int64_t rows, int64_t Di, const T* delta, const T* bias, bool softplus, T* dt) {
+  at::parallel_for(0, rows, kRowGrain, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>)
+      step_sizes_float(begin, end, Di, delta, bias, softplus, dt);
+    else
+      step_sizes<T>(begin, end, Di, delta, bias, softplus, dt);
+  });
+}
+
+template <class T>
+void run_step_sizes_backward(int64_t rows, int64_t Di, const T* delta, const T* bias, T* gdelta) {
+  at::parallel_for(0, rows, kRowGrain, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>)
+      step_sizes_backward_float(begin, end, Di, delta, bias, gdelta);
+    else
+      step_sizes_backward<T>(begin, end, Di, delta, bias, gdelta);
+  });
+}
+
+template <class T>
+void run_gate(int64_t n, const T* y, const T* z, T* out) {
+  at::parallel_for(0, n, kRowGrain * 256, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>)
+      gate_float(begin, end, y, z, out);
+    else
+      gate<T>(begin, end, y, z, out);
+  });
+}
+
+template <class T>
+void run_gate_backward(int64_t n, const T* g, const T* y, const T* z, T* gy, T* gz) {
+  at::parallel_for(0, n, kRowGrain * 256, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>)
+      gate_backward_float(begin, end, g, y, z, gy, gz);
+    else
+      gate_backward<T>(begin, end, g, y, z, gy, gz);
+  });
+}
+
+// Inputs: x, delta (raw), A, B, C, D, the delta bias and z (empty tensors when absent: an
+// undefined tensor cannot pass through a custom autograd function).
 class FusedScan : public torch::autograd::Function<FusedScan> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
                                torch::Tensor delta, torch::Tensor A, torch::Tensor Bm,
-                               torch::Tensor C, torch::Tensor D) {
+                               torch::Tensor C, torch::Tensor D, torch::Tensor bias,
+                               torch::Tensor z, bool softplus) {
     x = x.contiguous(), delta = delta.contiguous(), D = D.contiguous();
+    bias = bias.contiguous(), z = z.contiguous();
+    const bool has_bias = bias.numel() > 0, has_z = z.numel() > 0;
     // States padded to a multiple of kLanes with zeros in A, B and C: a padded state has decay
     // 1 and no input, so it stays 0 and adds nothing to y or to any gradient.
     const int64_t states = A.size(1), pad = (kLanes - states % kLanes) % kLanes;
@@ -229,35 +358,63 @@ class FusedScan : public torch::autograd::Function<FusedScan> {
       return pad ? torch::constant_pad_nd(t, {0, pad}) : t.contiguous();
     };
     A = padded(A), Bm = padded(Bm), C = padded(C);
-    ctx->saved_data["states"] = states;
-    ctx->save_for_backward({x, delta, A, Bm, C, D});
+    const int64_t rows = x.size(0) * x.size(1), Di = x.size(2);
+    auto dt = has_bias || softplus ? torch::empty_like(delta) : delta;
     auto y = torch::empty_like(x);
+    auto out = has_z ? torch::empty_like(x) : y;
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "selective_scan_forward", [&] {
-      scan_forward(args_of<scalar_t>(x, delta, A, Bm, C, D), y.data_ptr<scalar_t>());
+      using T = scalar_t;
+      if (dt.data_ptr() != delta.data_ptr())
+        run_step_sizes<T>(rows, Di, delta.data_ptr<T>(), has_bias ? bias.data_ptr<T>() : nullptr,
+                          softplus, dt.data_ptr<T>());
+      scan_forward(args_of<T>(x, dt, A, Bm, C, D), y.data_ptr<T>());
+      if (has_z) run_gate<T>(x.numel(), y.data_ptr<T>(), z.data_ptr<T>(), out.data_ptr<T>());
     });
-    return y;
+    ctx->saved_data["states"] = states;
+    ctx->saved_data["softplus"] = softplus;
+    // y before the gate only when there is one (else it is the output: not saved twice).
+    ctx->save_for_backward({x, delta, dt, A, Bm, C, D, bias, z, has_z ? y : torch::Tensor()});
+    return out;
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     auto saved = ctx->get_saved_variables();
-    const auto &x = saved[0], &delta = saved[1], &A = saved[2], &Bm = saved[3], &C = saved[4],
-               &D = saved[5];
-    auto gy = grads[0].contiguous();
+    const auto &x = saved[0], &delta = saved[1], &dt = saved[2], &A = saved[3], &Bm = saved[4],
+               &C = saved[5], &D = saved[6], &bias = saved[7], &z = saved[8], &y = saved[9];
+    const bool has_bias = bias.numel() > 0, has_z = z.numel() > 0;
+    const bool softplus = ctx->saved_data["softplus"].toBool();
+    const int64_t rows = x.size(0) * x.size(1), Di = x.size(2);
+    auto g = grads[0].contiguous();
+    auto gy = has_z ? torch::empty_like(x) : g;
+    auto gz = has_z ? torch::empty_like(z) : torch::Tensor();
     auto gx = torch::empty_like(x), gdelta = torch::empty_like(delta);
     auto gB = torch::zeros_like(Bm), gC = torch::zeros_like(C);
     const int64_t chunks = BatchChunks(x.size(0)).count;
     auto gA_parts = torch::zeros({chunks, A.size(0), A.size(1)}, A.options());
     auto gD_parts = torch::zeros({chunks, D.size(0)}, D.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "selective_scan_backward", [&] {
-      scan_backward(args_of<scalar_t>(x, delta, A, Bm, C, D), gy.data_ptr<scalar_t>(),
-                    gx.data_ptr<scalar_t>(), gdelta.data_ptr<scalar_t>(),
-                    gA_parts.data_ptr<scalar_t>(), gB.data_ptr<scalar_t>(),
-                    gC.data_ptr<scalar_t>(), gD_parts.data_ptr<scalar_t>());
+      using T = scalar_t;
+      if (has_z)
+        run_gate_backward<T>(x.numel(), g.data_ptr<T>(), y.data_ptr<T>(), z.data_ptr<T>(),
+                             gy.data_ptr<T>(), gz.data_ptr<T>());
+      scan_backward(args_of<T>(x, dt, A, Bm, C, D), gy.data_ptr<T>(), gx.data_ptr<T>(),
+                    gdelta.data_ptr<T>(), gA_parts.data_ptr<T>(), gB.data_ptr<T>(),
+                    gC.data_ptr<T>(), gD_parts.data_ptr<T>());
+      if (softplus)
+        run_step_sizes_backward<T>(rows, Di, delta.data_ptr<T>(),
+                                   has_bias ? bias.data_ptr<T>() : nullptr, gdelta.data_ptr<T>());
     });
     const int64_t states = ctx->saved_data["states"].toInt();
-    return {gx, gdelta, gA_parts.sum(0).narrow(1, 0, states), gB.narrow(2, 0, states),
-            gC.narrow(2, 0, states), gD_parts.sum(0)};
+    return {gx,
+            gdelta,
+            gA_parts.sum(0).narrow(1, 0, states),
+            gB.narrow(2, 0, states),
+            gC.narrow(2, 0, states),
+            gD_parts.sum(0),
+            has_bias ? gdelta.sum(at::IntArrayRef{0, 1}) : torch::Tensor(),
+            gz,
+            torch::Tensor()};
   }
 };
 
@@ -265,11 +422,26 @@ class FusedScan : public torch::autograd::Function<FusedScan> {
 
 torch::Tensor selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
                              const torch::Tensor& A, const torch::Tensor& Bm,
+                             const torch::Tensor& C, const torch::Tensor& D,
+                             const ScanOptions& options) {
+  const auto same = [&](const torch::Tensor& t) {
+    return !t.defined() || (t.device() == x.device() && t.scalar_type() == x.scalar_type());
+  };
+  const bool fused = x.device().is_cpu() &&
+                     (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble) &&
+                     same(delta) && same(A) && same(Bm) && same(C) && same(D) &&
+                     same(options.delta_bias) && same(options.z);
+  if (!fused) return selective_scan_reference(x, delta, A, Bm, C, D, options);
+  const auto none = torch::empty({0}, x.options());
+  return FusedScan::apply(x, delta, A, Bm, C, D,
+                          options.delta_bias.defined() ? options.delta_bias : none,
+                          options.z.defined() ? options.z : none, options.delta_softplus);
+}
+
+torch::Tensor selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
+                             const torch::Tensor& A, const torch::Tensor& Bm,
                              const torch::Tensor& C, const torch::Tensor& D) {
-  const bool fused = x.device().is_cpu() && x.scalar_type() == delta.scalar_type() &&
-                     (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
-  if (!fused) return selective_scan_reference(x, delta, A, Bm, C, D);
-  return FusedScan::apply(x, delta, A, Bm, C, D);
+  return selective_scan(x, delta, A, Bm, C, D, ScanOptions{});
 }
 
 }  // namespace induct::nn

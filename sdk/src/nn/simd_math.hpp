@@ -37,6 +37,23 @@ inline float exp_approx(float x) {
 inline double exp_approx(double x) { return std::exp(x); }  // double: tests and references
 
 inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+inline double sigmoid_approx(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// softplus(x) = log(1 + e^x) = max(x, 0) + log1p(w), w = e^-|x| in (0, 1], with
+// log1p(w) = 2 atanh(s), s = w / (2 + w) in (0, 1/3], by its odd series to s^13 (relative
+// error below 1e-8 before rounding; exact for small w, where log1p(w) = w).
+inline float softplus_approx(float x) {
+  const float w = exp_approx(x < 0 ? x : -x);
+  const float s = w / (2.0f + w), s2 = s * s;
+  float p = 1.0f / 13;
+  p = p * s2 + 1.0f / 11;
+  p = p * s2 + 1.0f / 9;
+  p = p * s2 + 1.0f / 7;
+  p = p * s2 + 1.0f / 5;
+  p = p * s2 + 1.0f / 3;
+  return (x > 0 ? x : 0.0f) + 2.0f * s * (1.0f + s2 * p);
+}
+inline double softplus_approx(double x) { return (x > 0 ? x : 0.0) + std::log1p(std::exp(-std::abs(x))); }
 
 // Near 0, Cephes' odd polynomial (1 - 2 / (e^2x + 1) loses digits there); elsewhere via exp.
 inline float tanh_approx(float x) {

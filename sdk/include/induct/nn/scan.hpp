@@ -7,18 +7,39 @@
 
 namespace induct::nn {
 
+// What Mamba's block does around the recurrence, done inside the scan's node (as the reference
+// implementation's selective_scan_fn): the step sizes from the raw projection, and the gate.
+struct ScanOptions {
+  torch::Tensor delta_bias;     // [Di]: added to delta first; undefined: none
+  bool delta_softplus = false;  // the step sizes are softplus(delta + delta_bias)
+  torch::Tensor z;              // [B, T, Di]: the output is y * silu(z); undefined: y
+};
+
 // h_t = exp(delta_t * A) h_{t-1} + delta_t * B_t * x_t,  y_t = C_t . h_t + D * x_t,  h_0 = 0.
 //   x, delta: [B, T, Di]   A: [Di, N]   Bm, C: [B, T, N]   D: [Di]   ->  y: [B, T, Di]
-// On the CPU a fused kernel with its own backward: each (batch, channel) walks time with its
-// state (one row of N numbers) in a small buffer instead of [B, Di, N] tensors per step, its
-// decays computed in the same pass, and backward recomputes the states. Elsewhere
-// (CUDA) the reference loop below. Both are sequential in time: numerically safe in float32
-// (no cumulative products or log-sums).
+// (delta after options' bias and softplus; y before options' gate.)
+// On the CPU (float32, float64) a fused kernel with its own backward: each (batch, channel) walks
+// time with its state (one row of N numbers) in a small buffer instead of [B, Di, N] tensors
+// per step, its decays computed in the same pass, and backward recomputes the states; the
+// options' softplus and gate are vectorised passes before and after it in the same node.
+// Elsewhere (CUDA) the reference below. Both are sequential in time: numerically safe in
+// float32 (no cumulative products or log-sums).
+torch::Tensor INDUCT_SDK_API selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
+                                            const torch::Tensor& A, const torch::Tensor& Bm,
+                                            const torch::Tensor& C, const torch::Tensor& D,
+                                            const ScanOptions& options);
 torch::Tensor INDUCT_SDK_API selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
                                             const torch::Tensor& A, const torch::Tensor& Bm,
                                             const torch::Tensor& C, const torch::Tensor& D);
 
-// The same recurrence as a loop of tensor operations differentiated by autograd (any device).
+// The same as a loop of LibTorch tensor operations differentiated by autograd (any device).
+torch::Tensor INDUCT_SDK_API selective_scan_reference(const torch::Tensor& x,
+                                                      const torch::Tensor& delta,
+                                                      const torch::Tensor& A,
+                                                      const torch::Tensor& Bm,
+                                                      const torch::Tensor& C,
+                                                      const torch::Tensor& D,
+                                                      const ScanOptions& options);
 torch::Tensor INDUCT_SDK_API selective_scan_reference(const torch::Tensor& x,
                                                       const torch::Tensor& delta,
                                                       const torch::Tensor& A,
