@@ -75,29 +75,46 @@ __attribute__((always_inline)) inline T lane_sum(T* acc) {
   return acc[0] + acc[1];
 }
 
-// Forward of batch indices [begin, end): y[b, t, d] for every t and d. h: `states` scratch.
+// Forward of batch indices [begin, end): y[b, t, d] for every t and d. Unlike backward it runs
+// kLanes channels side by side, one per vector lane, walking the states one at a time (decays
+// from At, A transposed to [channel blocks, states, kLanes], zero beyond the last channel): C's
+// contraction over states is then a sum of vectors, with no sum across lanes per (t, channel).
+// h: [states, kLanes] scratch.
 template <class T>
-__attribute__((always_inline)) inline void forward_batches(const ScanArgs<T>& a, int64_t begin, int64_t end, T* h, T* y) {
-  const int64_t S = a.states;
+__attribute__((always_inline)) inline void forward_batches(const ScanArgs<T>& a, const T* At,
+                                                           int64_t begin, int64_t end, T* h, T* y) {
+  const int64_t S = a.states, Di = a.channels;
   for (int64_t b = begin; b < end; ++b) {
-    for (int64_t d = 0; d < a.channels; ++d) {
-      const T* Ad = a.A + d * S;
-      std::fill(h, h + S, T(0));
+    for (int64_t d0 = 0; d0 < Di; d0 += kLanes) {
+      const int64_t width = std::min(kLanes, Di - d0);
+      const T* Ab = At + d0 * S;
+      std::fill(h, h + S * kLanes, T(0));
       for (int64_t t = 0; t < a.steps; ++t) {
-        const int64_t i = a.at(b, t, d);
-        const T dt = a.delta[i], xv = a.x[i], drive = dt * xv;
+        const int64_t i = a.at(b, t, d0);
         const T *Bt = a.row_B(b, t), *Ct = a.row_C(b, t);
-        T acc[kLanes] = {};
-        for (int64_t n0 = 0; n0 < S; n0 += kLanes) {
+        // This step's inputs of the block (0 past the last channel: no drive, decay 1).
+        T dt[kLanes] = {}, xv[kLanes] = {}, drive[kLanes], acc[kLanes] = {};
+        if (width == kLanes) {
+#pragma omp simd
+          for (int64_t l = 0; l < kLanes; ++l) dt[l] = a.delta[i + l], xv[l] = a.x[i + l];
+        } else {
+          std::copy(a.delta + i, a.delta + i + width, dt);
+          std::copy(a.x + i, a.x + i + width, xv);
+        }
+#pragma omp simd
+        for (int64_t l = 0; l < kLanes; ++l) drive[l] = dt[l] * xv[l];
+        for (int64_t n = 0; n < S; ++n) {
+          const T bn = Bt[n], cn = Ct[n];
+          const T* An = Ab + n * kLanes;
+          T* hn = h + n * kLanes;
 #pragma omp simd
           for (int64_t l = 0; l < kLanes; ++l) {
-            const int64_t n = n0 + l;
-            const T hn = simd::exp_approx(dt * Ad[n]) * h[n] + drive * Bt[n];
-            h[n] = hn;
-            acc[l] += Ct[n] * hn;
+            const T v = simd::exp_approx(dt[l] * An[l]) * hn[l] + drive[l] * bn;
+            hn[l] = v;
+            acc[l] += cn * v;
           }
         }
-        y[i] = lane_sum(acc) + a.D[d] * xv;
+        for (int64_t l = 0; l < width; ++l) y[i + l] = acc[l] + a.D[d0 + l] * xv[l];
       }
     }
   }
@@ -179,9 +196,9 @@ __attribute__((always_inline)) inline void backward_batches(const ScanArgs<T>& a
 }
 
 // The float kernels, compiled for each vector width (target_clones does not apply to templates).
-INDUCT_SIMD_CLONES void forward_batches_float(const ScanArgs<float>& a, int64_t begin,
-                                              int64_t end, float* h, float* y) {
-  forward_batches<float>(a, begin, end, h, y);
+INDUCT_SIMD_CLONES void forward_batches_float(const ScanArgs<float>& a, const float* At,
+                                              int64_t begin, int64_t end, float* h, float* y) {
+  forward_batches<float>(a, At, begin, end, h, y);
 }
 
 INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t begin,
@@ -194,12 +211,16 @@ INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t
 
 template <class T>
 void scan_forward(const ScanArgs<T>& a, T* y) {
+  const int64_t S = a.states, blocks = (a.channels + kLanes - 1) / kLanes;
+  std::vector<T> At(blocks * S * kLanes, T(0));  // At[block][n][lane] = A[block kLanes + lane][n]
+  for (int64_t d = 0; d < a.channels; ++d)
+    for (int64_t n = 0; n < S; ++n) At[((d / kLanes) * S + n) * kLanes + d % kLanes] = a.A[d * S + n];
   BatchChunks(a.batch).run([&](int64_t, int64_t begin, int64_t end) {
-    std::vector<T> h(a.states);
+    std::vector<T> h(S * kLanes);
     if constexpr (std::is_same_v<T, float>)
-      forward_batches_float(a, begin, end, h.data(), y);
+      forward_batches_float(a, At.data(), begin, end, h.data(), y);
     else
-      forward_batches<T>(a, begin, end, h.data(), y);
+      forward_batches<T>(a, At.data(), begin, end, h.data(), y);
   });
 }
 
