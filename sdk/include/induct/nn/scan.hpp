@@ -18,10 +18,10 @@ struct ScanOptions {
 // h_t = exp(delta_t * A) h_{t-1} + delta_t * B_t * x_t,  y_t = C_t . h_t + D * x_t,  h_0 = 0.
 //   x, delta: [B, T, Di]   A: [Di, N]   Bm, C: [B, T, N]   D: [Di]   ->  y: [B, T, Di]
 // (delta after options' bias and softplus; y before options' gate.)
-// On the CPU (float32, float64) a fused kernel with its own backward: each (batch, channel) walks
-// time with its state (one row of N numbers) in a small buffer instead of [B, Di, N] tensors
-// per step, its decays computed in the same pass, and backward recomputes the states; the
-// options' softplus and gate are vectorised passes before and after it in the same node.
+// On the CPU (float32, float64) a fused kernel with its own backward: the states of a block of
+// 16 channels (forward) or of one channel (backward, which recomputes them) walk time in a
+// small buffer instead of [B, Di, N] tensors per step, their decays computed in the same pass;
+// the options' softplus and gate are vectorised passes before and after it in the same node.
 // Elsewhere (CUDA) the reference below. Both are sequential in time: numerically safe in
 // float32 (no cumulative products or log-sums).
 torch::Tensor INDUCT_SDK_API selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
