@@ -9,7 +9,6 @@
 #include <induct/nn/norms.hpp>
 #include <induct/nn/scan.hpp>
 #include <induct/plugin.hpp>
-#include <torch/nn/functional/activation.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
