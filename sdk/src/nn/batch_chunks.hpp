@@ -15,7 +15,8 @@ namespace induct::nn {
 struct BatchChunks {
   int64_t batch, count;
   explicit BatchChunks(int64_t batch_)
-      : batch(batch_), count(std::max<int64_t>(1, std::min<int64_t>(batch_, at::get_num_threads()))) {}
+      : batch(batch_),
+        count(std::max<int64_t>(1, std::min<int64_t>(batch_, at::get_num_threads()))) {}
   int64_t begin(int64_t chunk) const { return chunk * batch / count; }
   int64_t end(int64_t chunk) const { return begin(chunk + 1); }
 

@@ -14,7 +14,7 @@ torch::Tensor causal_conv1d_reference(const torch::Tensor& x, const torch::Tenso
                                       const torch::Tensor& bias, bool silu) {
   const int64_t T = x.size(1), K = weight.size(1);
   auto padded = torch::constant_pad_nd(x, {0, 0, K - 1, 0});  // [B, K-1+T, C]
-  auto w = weight.t();                                         // [K, C]
+  auto w = weight.t();                                        // [K, C]
   auto u = padded.narrow(1, 0, T) * w[0];
   for (int64_t k = 1; k < K; ++k) u = u + padded.narrow(1, k, T) * w[k];
   if (bias.defined()) u = u + bias;
@@ -135,7 +135,8 @@ class FusedCausalConv : public torch::autograd::Function<FusedCausalConv> {
     chunks.run([&](int64_t chunk, int64_t begin, int64_t end) {
       std::vector<float> gu(a.steps * C);
       conv_backward(a, begin, end, gy.data_ptr<float>(), gx.data_ptr<float>(),
-                    gw_parts[chunk].data_ptr<float>(), gb_parts[chunk].data_ptr<float>(), gu.data());
+                    gw_parts[chunk].data_ptr<float>(), gb_parts[chunk].data_ptr<float>(),
+                    gu.data());
     });
     return {gx, gw_parts.sum(0).t(), gb_parts.sum(0), torch::Tensor()};
   }
@@ -143,8 +144,13 @@ class FusedCausalConv : public torch::autograd::Function<FusedCausalConv> {
  private:
   static ConvArgs args(const torch::Tensor& x, const torch::Tensor& wt, const torch::Tensor& bias,
                        bool silu) {
-    return {x.size(1),          x.size(2),         wt.size(0),
-            x.data_ptr<float>(), wt.data_ptr<float>(), bias.data_ptr<float>(), silu};
+    return {x.size(1),
+            x.size(2),
+            wt.size(0),
+            x.data_ptr<float>(),
+            wt.data_ptr<float>(),
+            bias.data_ptr<float>(),
+            silu};
   }
 };
 
@@ -162,8 +168,8 @@ torch::Tensor causal_conv1d(const torch::Tensor& x, const torch::Tensor& weight,
   if (!(is_float_cpu(x) && is_float_cpu(weight) && is_float_cpu(bias)))
     return causal_conv1d_reference(x, weight, bias, silu);
   // (An undefined tensor cannot pass through a custom autograd function: no bias is a zero one.)
-  return FusedCausalConv::apply(x, weight, bias.defined() ? bias : torch::zeros({x.size(2)}, x.options()),
-                                silu);
+  return FusedCausalConv::apply(
+      x, weight, bias.defined() ? bias : torch::zeros({x.size(2)}, x.options()), silu);
 }
 
 }  // namespace induct::nn

@@ -27,9 +27,9 @@ torch::Tensor selective_scan_reference(const torch::Tensor& x, const torch::Tens
     auto decay = torch::exp(ds[t].unsqueeze(-1) * A);                 // [B, Di, N]
     auto drive = (ds[t] * xs[t]).unsqueeze(-1) * bs[t].unsqueeze(1);  // [B, Di, N]
     h = decay * h + drive;
-    ys.push_back(torch::bmm(h, cs[t].unsqueeze(-1)).squeeze(-1));     // [B, Di]
+    ys.push_back(torch::bmm(h, cs[t].unsqueeze(-1)).squeeze(-1));  // [B, Di]
   }
-  return torch::stack(ys, 1) + x * D;                                 // [B, T, Di]
+  return torch::stack(ys, 1) + x * D;  // [B, T, Di]
 }
 
 torch::Tensor selective_scan_reference(const torch::Tensor& x, const torch::Tensor& delta,
@@ -60,10 +60,11 @@ struct ScanArgs {
 // contraction (forward) and the sums over channels of B's and C's gradients (backward) couple
 // the channels of one batch index.
 
-// Rows of states are processed kLanes at a time (padded to a multiple of it), and sums over a
-// row kept as kLanes partial sums that lane_sum adds as a tree: an omp simd reduction over the
-// row instead spilled its vector to the stack and added it one lane at a time (half of the
-// forward).
+// The forward runs kLanes channels side by side, one per vector lane. The backward processes
+// a row of states kLanes at a time (the node pads the states to a multiple of it) and keeps
+// each sum over the row as kLanes partial sums that lane_sum adds as a tree: an omp simd
+// reduction over the row instead spilled its vector to the stack and added it one lane at a
+// time (half of the forward, when the forward still summed over states).
 constexpr int64_t kLanes = 16;
 
 template <class T>
@@ -133,8 +134,10 @@ struct BackwardScratch {
 // states and decays, then walk back carrying dL/dh. gB and gC (one row per (b, t)) sum over
 // channels; gA and gD (sums over the batch) go to this chunk's own rows gA_part, gD_part.
 template <class T>
-__attribute__((always_inline)) inline void backward_batches(const ScanArgs<T>& a, int64_t begin, int64_t end, const T* gy, T* gx,
-                      T* gdelta, T* gA_part, T* gB, T* gC, T* gD_part, BackwardScratch<T>& w) {
+__attribute__((always_inline)) inline void backward_batches(const ScanArgs<T>& a, int64_t begin,
+                                                            int64_t end, const T* gy, T* gx,
+                                                            T* gdelta, T* gA_part, T* gB, T* gC,
+                                                            T* gD_part, BackwardScratch<T>& w) {
   const int64_t S = a.states, steps = a.steps;
   for (int64_t b = begin; b < end; ++b) {
     for (int64_t d = 0; d < a.channels; ++d) {
@@ -201,10 +204,9 @@ INDUCT_SIMD_CLONES void forward_batches_float(const ScanArgs<float>& a, const fl
   forward_batches<float>(a, At, begin, end, h, y);
 }
 
-INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t begin,
-                                               int64_t end, const float* gy, float* gx,
-                                               float* gdelta, float* gA_part, float* gB,
-                                               float* gC, float* gD_part,
+INDUCT_SIMD_CLONES void backward_batches_float(const ScanArgs<float>& a, int64_t begin, int64_t end,
+                                               const float* gy, float* gx, float* gdelta,
+                                               float* gA_part, float* gB, float* gC, float* gD_part,
                                                BackwardScratch<float>& w) {
   backward_batches<float>(a, begin, end, gy, gx, gdelta, gA_part, gB, gC, gD_part, w);
 }
@@ -214,7 +216,8 @@ void scan_forward(const ScanArgs<T>& a, T* y) {
   const int64_t S = a.states, blocks = (a.channels + kLanes - 1) / kLanes;
   std::vector<T> At(blocks * S * kLanes, T(0));  // At[block][n][lane] = A[block kLanes + lane][n]
   for (int64_t d = 0; d < a.channels; ++d)
-    for (int64_t n = 0; n < S; ++n) At[((d / kLanes) * S + n) * kLanes + d % kLanes] = a.A[d * S + n];
+    for (int64_t n = 0; n < S; ++n)
+      At[((d / kLanes) * S + n) * kLanes + d % kLanes] = a.A[d * S + n];
   BatchChunks(a.batch).run([&](int64_t, int64_t begin, int64_t end) {
     std::vector<T> h(S * kLanes);
     if constexpr (std::is_same_v<T, float>)
@@ -226,8 +229,8 @@ void scan_forward(const ScanArgs<T>& a, T* y) {
 
 // gA_parts, gD_parts: one zeroed row of [Di, N] and [Di] per chunk, summed by the caller.
 template <class T>
-void scan_backward(const ScanArgs<T>& a, const T* gy, T* gx, T* gdelta, T* gA_parts, T* gB,
-                   T* gC, T* gD_parts) {
+void scan_backward(const ScanArgs<T>& a, const T* gy, T* gx, T* gdelta, T* gA_parts, T* gB, T* gC,
+                   T* gD_parts) {
   BatchChunks(a.batch).run([&](int64_t chunk, int64_t begin, int64_t end) {
     BackwardScratch<T> w(a.steps, a.states);
     T* gA_part = gA_parts + chunk * a.channels * a.states;
@@ -242,9 +245,8 @@ void scan_backward(const ScanArgs<T>& a, const T* gy, T* gx, T* gdelta, T* gA_pa
 template <class T>
 ScanArgs<T> args_of(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& A,
                     const torch::Tensor& Bm, const torch::Tensor& C, const torch::Tensor& D) {
-  return {x.size(0),          x.size(1),          x.size(2),          A.size(1),
-          x.data_ptr<T>(),    delta.data_ptr<T>(), A.data_ptr<T>(),   Bm.data_ptr<T>(),
-          C.data_ptr<T>(),    D.data_ptr<T>()};
+  return {x.size(0),           x.size(1),       x.size(2),        A.size(1),       x.data_ptr<T>(),
+          delta.data_ptr<T>(), A.data_ptr<T>(), Bm.data_ptr<T>(), C.data_ptr<T>(), D.data_ptr<T>()};
 }
 
 // The options' passes around the kernel, over [rows, Di] arrays (rows = B T).
@@ -259,7 +261,8 @@ __attribute__((always_inline)) inline void step_sizes(int64_t begin, int64_t end
     T* out = dt + r * Di;
     if (softplus) {
 #pragma omp simd
-      for (int64_t d = 0; d < Di; ++d) out[d] = simd::softplus_approx(in[d] + (bias ? bias[d] : T(0)));
+      for (int64_t d = 0; d < Di; ++d)
+        out[d] = simd::softplus_approx(in[d] + (bias ? bias[d] : T(0)));
     } else {
 #pragma omp simd
       for (int64_t d = 0; d < Di; ++d) out[d] = in[d] + bias[d];

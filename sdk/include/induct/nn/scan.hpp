@@ -33,18 +33,12 @@ torch::Tensor INDUCT_SDK_API selective_scan(const torch::Tensor& x, const torch:
                                             const torch::Tensor& C, const torch::Tensor& D);
 
 // The same as a loop of LibTorch tensor operations differentiated by autograd (any device).
-torch::Tensor INDUCT_SDK_API selective_scan_reference(const torch::Tensor& x,
-                                                      const torch::Tensor& delta,
-                                                      const torch::Tensor& A,
-                                                      const torch::Tensor& Bm,
-                                                      const torch::Tensor& C,
-                                                      const torch::Tensor& D,
-                                                      const ScanOptions& options);
-torch::Tensor INDUCT_SDK_API selective_scan_reference(const torch::Tensor& x,
-                                                      const torch::Tensor& delta,
-                                                      const torch::Tensor& A,
-                                                      const torch::Tensor& Bm,
-                                                      const torch::Tensor& C,
-                                                      const torch::Tensor& D);
+torch::Tensor INDUCT_SDK_API
+selective_scan_reference(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& A,
+                         const torch::Tensor& Bm, const torch::Tensor& C, const torch::Tensor& D,
+                         const ScanOptions& options);
+torch::Tensor INDUCT_SDK_API
+selective_scan_reference(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& A,
+                         const torch::Tensor& Bm, const torch::Tensor& C, const torch::Tensor& D);
 
 }  // namespace induct::nn
