@@ -130,6 +130,28 @@ BOOST_AUTO_TEST_CASE(fused_scan_in_float_matches_the_reference_in_double_backwar
   }
 }
 
+// Wrong shapes are errors before the kernels read any memory.
+BOOST_AUTO_TEST_CASE(fused_scan_and_conv_refuse_wrong_shapes) {
+  auto in = scan_inputs(torch::kFloat);  // x [3, 7, 5], A [5, 4], B and C [3, 7, 4]
+  auto scan_with = [&](int replaced, const torch::Tensor& t, const induct::nn::ScanOptions& o = {}) {
+    auto args = in;
+    if (replaced >= 0) args[replaced] = t;
+    return induct::nn::selective_scan(args[0], args[1], args[2], args[3], args[4], args[5], o);
+  };
+  BOOST_CHECK_NO_THROW(scan_with(-1, {}));
+  BOOST_CHECK_THROW(scan_with(1, torch::rand({3, 6, 5})), c10::Error);   // delta
+  BOOST_CHECK_THROW(scan_with(2, torch::rand({4, 4})), c10::Error);      // A
+  BOOST_CHECK_THROW(scan_with(3, torch::rand({3, 7, 5})), c10::Error);   // B
+  BOOST_CHECK_THROW(scan_with(5, torch::rand({4})), c10::Error);         // D
+  BOOST_CHECK_THROW(scan_with(-1, {}, {torch::rand({4}), true, {}}), c10::Error);
+  BOOST_CHECK_THROW(scan_with(-1, {}, {{}, false, torch::rand({3, 7, 4})}), c10::Error);
+  BOOST_CHECK_THROW(induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({4, 4}), {}, true),
+                    c10::Error);
+  BOOST_CHECK_THROW(
+      induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({5, 4}), torch::rand({4}), true),
+      c10::Error);
+}
+
 // The fused depthwise causal convolution (float) against its LibTorch reference in double:
 // with and without SiLU and bias, and with fewer steps than taps (every tap reaches before t = 0).
 BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {

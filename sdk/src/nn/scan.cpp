@@ -448,6 +448,19 @@ torch::Tensor selective_scan(const torch::Tensor& x, const torch::Tensor& delta,
                              const torch::Tensor& A, const torch::Tensor& Bm,
                              const torch::Tensor& C, const torch::Tensor& D,
                              const ScanOptions& options) {
+  // The kernel reads raw memory: a wrong shape must be an error, not a read past a buffer.
+  TORCH_CHECK(x.dim() == 3 && A.dim() == 2 && A.size(0) == x.size(2),
+              "selective_scan: x must be [B, T, Di] and A [Di, N]");
+  const int64_t B = x.size(0), T = x.size(1), Di = x.size(2), N = A.size(1);
+  TORCH_CHECK(delta.sizes() == x.sizes(), "selective_scan: delta must be [B, T, Di] like x");
+  TORCH_CHECK(Bm.sizes() == torch::IntArrayRef({B, T, N}) && C.sizes() == Bm.sizes(),
+              "selective_scan: B and C must be [B, T, N]");
+  TORCH_CHECK(D.dim() == 1 && D.size(0) == Di, "selective_scan: D must be [Di]");
+  TORCH_CHECK(!options.delta_bias.defined() ||
+                  (options.delta_bias.dim() == 1 && options.delta_bias.size(0) == Di),
+              "selective_scan: delta_bias must be [Di]");
+  TORCH_CHECK(!options.z.defined() || options.z.sizes() == x.sizes(),
+              "selective_scan: z must be [B, T, Di] like x");
   const auto same = [&](const torch::Tensor& t) {
     return !t.defined() || (t.device() == x.device() && t.scalar_type() == x.scalar_type());
   };
