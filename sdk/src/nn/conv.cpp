@@ -71,12 +71,9 @@ INDUCT_SIMD_CLONES void conv_backward(const ConvArgs& a, int64_t begin, int64_t 
       const float* gyr = gy + (b * T + t) * C;
       if (a.silu) {
         pre_activation(a, b, t, g);
-        // d silu(u) / du = s (1 + u (1 - s)), s = sigmoid(u)
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          const float u = g[c], s = simd::sigmoid_approx(u);
-          g[c] = gyr[c] * s * (1.0f + u * (1.0f - s));
-        }
+        for (int64_t c = 0; c < C; ++c)
+          g[c] = simd::silu_backward(gyr[c], g[c], simd::sigmoid_approx(g[c]));
       } else {
         std::copy(gyr, gyr + C, g);
       }

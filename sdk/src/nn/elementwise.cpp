@@ -162,7 +162,7 @@ INDUCT_SIMD_CLONES void swiglu_backward(int64_t n, const float* g, const float* 
   for (int64_t i = 0; i < n; ++i) {
     const float s = simd::sigmoid_approx(g[i]);
     du[i] = dh[i] * g[i] * s;
-    dg[i] = dh[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+    dg[i] = simd::silu_backward(dh[i] * u[i], g[i], s);
   }
 }
 

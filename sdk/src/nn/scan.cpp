@@ -291,7 +291,7 @@ __attribute__((always_inline)) inline void gate(int64_t begin, int64_t end, cons
   for (int64_t i = begin; i < end; ++i) out[i] = y[i] * z[i] * simd::sigmoid_approx(z[i]);
 }
 
-// From g = dL/d(y silu(z)): gy = g silu(z), gz = g y silu'(z), silu'(z) = s (1 + z (1 - s)).
+// From g = dL/d(y silu(z)): gy = g silu(z), gz = g y silu'(z).
 template <class T>
 __attribute__((always_inline)) inline void gate_backward(int64_t begin, int64_t end, const T* g,
                                                          const T* y, const T* z, T* gy, T* gz) {
@@ -299,7 +299,7 @@ __attribute__((always_inline)) inline void gate_backward(int64_t begin, int64_t 
   for (int64_t i = begin; i < end; ++i) {
     const T s = simd::sigmoid_approx(z[i]);
     gy[i] = g[i] * z[i] * s;
-    gz[i] = g[i] * y[i] * s * (T(1) + z[i] * (T(1) - s));
+    gz[i] = simd::silu_backward(g[i] * y[i], z[i], s);
   }
 }
 

@@ -39,6 +39,13 @@ inline double exp_approx(double x) { return std::exp(x); }  // double: tests and
 inline float sigmoid_approx(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 inline double sigmoid_approx(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// The gradient g through SiLU at x: g silu'(x) = g s (1 + x (1 - s)), s = sigmoid(x) (given:
+// the callers have it already, for silu(x) = x s itself).
+template <class T>
+inline T silu_backward(T g, T x, T s) {
+  return g * s * (T(1) + x * (T(1) - s));
+}
+
 // softplus(x) = log(1 + e^x) = max(x, 0) + log1p(w), w = e^-|x| in (0, 1], with
 // log1p(w) = 2 atanh(s), s = w / (2 + w) in (0, 1/3], by its odd series to s^13 (relative
 // error below 1e-8 before rounding; exact for small w, where log1p(w) = w).
