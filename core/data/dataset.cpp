@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace induct {
@@ -24,11 +25,7 @@ class Fixed final : public LengthDistribution {
   void draw_training(Streams& streams, const std::vector<int>& support, uint64_t count, Rng&,
                      SequenceSet& out) const override {
     LengthStream& stream = streams.at(support.front());
-    std::vector<int32_t> buffer(stream.length());
-    for (uint64_t i = 0; i < count; ++i) {
-      stream.next(buffer.data());
-      out.add(buffer.data(), stream.length());
-    }
+    for (uint64_t i = 0; i < count; ++i) out.add(stream.codec(), stream.next_code());
   }
 };
 
@@ -45,7 +42,6 @@ class Uniform final : public LengthDistribution {
   }
   void draw_training(Streams& streams, const std::vector<int>& support, uint64_t count, Rng& rng,
                      SequenceSet& out) const override {
-    std::vector<int32_t> buffer(support.back());
     for (uint64_t i = 0; i < count; ++i) {
       int n = support[rng.below(support.size())];
       if (streams.at(n).remaining() == 0) {
@@ -55,8 +51,8 @@ class Uniform final : public LengthDistribution {
           if (streams.at(m).remaining() > 0) open.push_back(m);
         n = open[rng.below(open.size())];
       }
-      streams.at(n).next(buffer.data());
-      out.add(buffer.data(), n);
+      LengthStream& stream = streams.at(n);
+      out.add(stream.codec(), stream.next_code());
     }
   }
 };
@@ -70,12 +66,10 @@ class ShortToLong final : public LengthDistribution {
   std::vector<int> support(int L) const override { return Uniform().support(L); }
   void draw_training(Streams& streams, const std::vector<int>& support, uint64_t count, Rng&,
                      SequenceSet& out) const override {
-    std::vector<int32_t> buffer(support.back());
     for (int n : support) {
       LengthStream& stream = streams.at(n);
       while (count > 0 && stream.remaining() > 0) {
-        stream.next(buffer.data());
-        out.add(buffer.data(), n);
+        out.add(stream.codec(), stream.next_code());
         --count;
       }
     }
@@ -168,16 +162,55 @@ Split make_split(const DataSpec& spec, uint64_t n, uint64_t seed) {
                                 std::to_string(plan.n_max) + " for this cell");
   Split split;
   Streams streams(spec.num_actions, seed);
-  std::vector<int32_t> buffer(spec.L);
+  split.validation.reserve(plan.validation_size);
   for (size_t i = 0; i < plan.lengths.size(); ++i) {
     LengthStream& stream = streams.at(plan.lengths[i]);
-    for (uint64_t k = 0; k < plan.validation[i]; ++k) {
-      stream.next(buffer.data());
-      split.validation.add(buffer.data(), plan.lengths[i]);
-    }
+    for (uint64_t k = 0; k < plan.validation[i]; ++k)
+      split.validation.add(stream.codec(), stream.next_code());
   }
   Rng rng(derive_seed(seed, {kLengthChoice}));
+  split.train.reserve(n);
   spec.distribution->draw_training(streams, plan.lengths, n, rng, split.train);
+  return split;
+}
+
+namespace {
+std::string split_key(const DataSpec& spec, uint64_t seed) {
+  char fraction[32];
+  std::snprintf(fraction, sizeof fraction, "%a", spec.validation.fraction);
+  return std::to_string(spec.num_actions) + " " + spec.distribution->name() + " " +
+         std::to_string(spec.L) + " " + std::to_string(spec.validation.max_size) + " " +
+         fraction + " " + std::to_string(spec.n_cap) + " " +
+         std::to_string(seed);
+}
+}  // namespace
+
+Split SplitCache::get(const DataSpec& spec, uint64_t n, uint64_t seed) {
+  const std::string key = split_key(spec, seed);
+  ++tick_;
+  for (Entry& e : entries_)
+    if (e.key == key && e.split.train.size() >= n) {
+      e.used = tick_;
+      ++hits_;
+      return {e.split.train.prefix(n), e.split.validation};
+    }
+  Split split = make_split(spec, n, seed);
+  // The largest set of a key replaces its smaller ones; the least recently used go while the
+  // cache holds more than its budget (the newest entry stays whatever its size).
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&](const Entry& e) { return e.key == key; }),
+                 entries_.end());
+  entries_.push_back({key, split, tick_});
+  auto held = [&] {
+    size_t total = 0;
+    for (const Entry& e : entries_) total += e.split.train.bytes() + e.split.validation.bytes();
+    return total;
+  };
+  while (entries_.size() > 1 && held() > budget_bytes_) {
+    auto oldest = std::min_element(entries_.begin(), entries_.end() - 1,
+                                   [](const Entry& a, const Entry& b) { return a.used < b.used; });
+    entries_.erase(oldest);
+  }
   return split;
 }
 

@@ -13,6 +13,12 @@
 
 namespace induct {
 
+// The version of the sequences a (cell, N, seed) gives, part of every trial's key: bump it
+// when a change alters any data set (docs/store.md lists the versions).
+// 2: spaces above 2^22 sequences in a keyed Feistel order, codes beyond 63 bits (version 1:
+// a lazy Fisher-Yates shuffle there, and rejection of repeats beyond 64 bits).
+constexpr int kDataVersion = 2;
+
 // SPEC defaults; each is a config value (data.validation.*, data.n_cap).
 struct ValidationPolicy {
   uint64_t max_size = 2000;
@@ -77,7 +83,29 @@ struct Split {
 };
 
 // The validation set depends on (spec, seed) only; the training set of size n on
-// (spec, n, seed). n <= n_max (else std::invalid_argument); n = 0 gives validation only.
+// (spec, n, seed), and is the first n sequences of the set for any larger n. n <= n_max
+// (else std::invalid_argument); n = 0 gives validation only.
 Split make_split(const DataSpec& spec, uint64_t n, uint64_t seed);
+
+// The splits a worker process has built, by (spec, seed): a trial whose N is at most that of a
+// set built before gets that set's prefix (its first N sequences: the same as make_split)
+// without drawing anything. Least recently used sets go when more than budget_bytes are held.
+class SplitCache {
+ public:
+  explicit SplitCache(size_t budget_bytes = size_t{512} << 20) : budget_bytes_(budget_bytes) {}
+  Split get(const DataSpec& spec, uint64_t n, uint64_t seed);
+  size_t hits() const { return hits_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    Split split;
+    uint64_t used = 0;
+  };
+  size_t budget_bytes_;
+  std::vector<Entry> entries_;
+  uint64_t tick_ = 0;
+  size_t hits_ = 0;
+};
 
 }  // namespace induct

@@ -3,13 +3,12 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "util/hash.hpp"
-
 namespace induct {
 
 namespace {
-// Spaces up to this size keep the permutation in a vector (32 MiB at most).
-constexpr uint64_t kDenseLimit = uint64_t{1} << 22;
+// Codes stay below this (the Feistel domain then fits in 64 bits).
+constexpr uint64_t kCodeLimit = uint64_t{1} << 63;
+constexpr int kRounds = 6;
 }  // namespace
 
 uint64_t saturating_pow(uint64_t a, int n) {
@@ -23,56 +22,73 @@ uint64_t saturating_pow(uint64_t a, int n) {
 
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a > kUnbounded - b ? kUnbounded : a + b; }
 
-LengthStream::LengthStream(int64_t num_actions, int length, uint64_t seed)
-    : num_actions_(num_actions),
-      length_(length),
+SequenceCodec::SequenceCodec(int64_t num_actions, int length, uint64_t key)
+    : num_actions_(num_actions), length_(length), key_(key) {
+  if (num_actions < 1 || length < 1) throw std::invalid_argument("SequenceCodec: empty space");
+  codes_ = 1;
+  const auto a = static_cast<uint64_t>(num_actions);
+  while (exact_digits_ < length && (num_actions == 1 || codes_ < kCodeLimit / a)) {
+    codes_ *= a;
+    ++exact_digits_;
+  }
+}
+
+void SequenceCodec::decode(uint64_t code, int32_t* out) const {
+  const auto a = static_cast<uint64_t>(num_actions_);
+  // The last exact_digits_ actions: the code's digits, most significant first.
+  uint64_t rest = code;
+  for (int k = length_ - 1; k >= length_ - exact_digits_; --k) {
+    out[k] = static_cast<int32_t>(rest % a);
+    rest /= a;
+  }
+  if (exact()) return;
+  // The actions before them: uniform, from a generator keyed by this length and the code.
+  Rng rng(mix64(key_ ^ mix64(code)));
+  for (int k = 0; k < length_ - exact_digits_; ++k) out[k] = static_cast<int32_t>(rng.below(a));
+}
+
+LengthStream::LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit)
+    : codec_(num_actions, length, derive_seed(seed, {0})),
       space_(saturating_pow(static_cast<uint64_t>(num_actions), length)),
       rng_(seed) {
-  if (num_actions < 1 || length < 1) throw std::invalid_argument("LengthStream: empty space");
-  if (space_ <= kDenseLimit) {
+  if (space_ <= dense_limit) {
     dense_.resize(space_);
     std::iota(dense_.begin(), dense_.end(), uint64_t{0});
-  }
-}
-
-uint64_t LengthStream::index_at(uint64_t position) {
-  if (!dense_.empty()) return dense_[position];
-  auto found = displaced_.find(position);
-  return found == displaced_.end() ? position : found->second;
-}
-
-void LengthStream::next(int32_t* out) {
-  if (space_ == kUnbounded) {
-    // A^n >= 2^64: collisions are rare; a repeated hash (even a false one) is redrawn, so no
-    // sequence is ever handed out twice.
-    for (;;) {
-      for (int k = 0; k < length_; ++k)
-        out[k] = static_cast<int32_t>(rng_.below(static_cast<uint64_t>(num_actions_)));
-      std::string_view bytes(reinterpret_cast<const char*>(out), sizeof(int32_t) * length_);
-      if (seen_.insert(hash64(bytes)).second) break;
-    }
-    ++drawn_;
     return;
   }
-  if (drawn_ >= space_) throw std::logic_error("LengthStream: no sequence left");
-  // One step of Fisher-Yates on the virtual array of indices [0, space).
-  const uint64_t i = drawn_;
+  int bits = 0;
+  while (bits < 64 && (uint64_t{1} << bits) < codec_.codes()) ++bits;
+  half_bits_ = (bits + 1) / 2;
+  for (int r = 0; r < kRounds; ++r) keys_[r] = derive_seed(seed, {uint64_t(r) + 1});
+}
+
+// A keyed permutation of [0, 2^(2 half_bits)) (a balanced Feistel network), walked until it
+// lands in [0, codes): a permutation of [0, codes). 2^(2 half_bits) < 4 codes, so a position
+// takes fewer than 4 walks on average.
+uint64_t LengthStream::permute(uint64_t position) const {
+  const uint64_t mask = (uint64_t{1} << half_bits_) - 1;
+  uint64_t x = position;
+  do {
+    uint64_t left = x >> half_bits_, right = x & mask;
+    for (int r = 0; r < kRounds; ++r) {
+      const uint64_t mixed = left ^ (mix64(right ^ keys_[r]) & mask);
+      left = right;
+      right = mixed;
+    }
+    x = (left << half_bits_) | right;
+  } while (x >= codec_.codes());
+  return x;
+}
+
+uint64_t LengthStream::next_code() {
+  if (drawn_ >= positions()) throw std::logic_error("LengthStream: no sequence left");
+  const uint64_t i = drawn_++;
+  if (dense_.empty()) return permute(i);
+  // One step of Fisher-Yates on the indices [0, space).
   const uint64_t j = i + rng_.below(space_ - i);
-  const uint64_t chosen = index_at(j);
-  const uint64_t current = index_at(i);
-  if (!dense_.empty()) {
-    dense_[j] = current;
-  } else {
-    displaced_[j] = current;
-    displaced_.erase(i);  // position i is never read again
-  }
-  ++drawn_;
-  // Index -> actions, most significant digit first.
-  uint64_t rest = chosen;
-  for (int k = length_ - 1; k >= 0; --k) {
-    out[k] = static_cast<int32_t>(rest % static_cast<uint64_t>(num_actions_));
-    rest /= static_cast<uint64_t>(num_actions_);
-  }
+  const uint64_t chosen = dense_[j];
+  dense_[j] = dense_[i];
+  return chosen;
 }
 
 }  // namespace induct

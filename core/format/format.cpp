@@ -86,31 +86,15 @@ std::vector<std::string> format_names() {
   return names;
 }
 
-EncodedSet encode_set(const SequenceSet& sequences, const Transitions& transitions,
-                      const Format& format, const Vocabulary& vocab) {
-  EncodedSet out;
-  const size_t count = sequences.size();
-  out.lengths.reserve(count);
-  out.final_state.reserve(count);
-  out.final_position.reserve(count);
-  out.offsets.reserve(count + 1);
-  std::vector<int32_t> states;
-  for (size_t i = 0; i < count; ++i) {
-    const int n = sequences.length(i);
-    states.resize(n);
-    transitions.prefix_states(sequences.sequence(i), n, states.data());
-    const int64_t width = format.sequence_length(n);
-    const size_t at = out.tokens.size();
-    out.tokens.resize(at + width);
-    out.targets.resize(at + width);
-    format.encode(sequences.sequence(i), states.data(), n, vocab, out.tokens.data() + at,
-                  out.targets.data() + at);
-    out.offsets.push_back(static_cast<int64_t>(out.tokens.size()));
-    out.lengths.push_back(n);
-    out.final_state.push_back(states[n - 1]);
-    out.final_position.push_back(format.final_position(n));
-  }
-  return out;
+int32_t ExampleSet::encode(size_t i, int64_t* tokens, int64_t* targets) const {
+  thread_local std::vector<int32_t> actions, states;
+  const int n = length(i);
+  actions.resize(n);
+  states.resize(n);
+  sequences_.decode(i, actions.data());
+  transitions_->prefix_states(actions.data(), n, states.data());
+  format_->encode(actions.data(), states.data(), n, vocab_, tokens, targets);
+  return states[n - 1];
 }
 
 }  // namespace induct

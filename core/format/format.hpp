@@ -46,20 +46,28 @@ class Format {
 const Format& format_named(const std::string& name);  // throws, listing the names
 std::vector<std::string> format_names();
 
-// A data set in one format, stored flat.
-struct EncodedSet {
-  std::vector<int64_t> tokens;
-  std::vector<int64_t> targets;
-  std::vector<int64_t> offsets{0};   // example i is [offsets[i], offsets[i+1])
-  std::vector<int32_t> lengths;      // n, the number of actions of example i
-  std::vector<int32_t> final_state;  // s_n as a state index
-  std::vector<int64_t> final_position;  // where s_n is the target, from the example's start
+// A set of sequences in one format: tokens and targets are encoded when a batch asks for
+// them, so a set costs its sequences' codes only (data/sequences.hpp).
+class ExampleSet {
+ public:
+  ExampleSet() = default;
+  ExampleSet(SequenceSet sequences, const Transitions& transitions, const Format& format,
+             const Vocabulary& vocab)
+      : sequences_(std::move(sequences)), transitions_(&transitions), format_(&format), vocab_(vocab) {}
 
-  size_t size() const { return lengths.size(); }
-  int64_t width(size_t i) const { return offsets[i + 1] - offsets[i]; }
+  size_t size() const { return sequences_.size(); }
+  int length(size_t i) const { return sequences_.length(i); }  // n, the number of actions
+  int64_t width(size_t i) const { return format_->sequence_length(length(i)); }  // tokens
+  int64_t final_position(size_t i) const { return format_->final_position(length(i)); }
+  const SequenceSet& sequences() const { return sequences_; }
+  // Writes width(i) tokens and targets of example i; returns its final state s_n.
+  int32_t encode(size_t i, int64_t* tokens, int64_t* targets) const;
+
+ private:
+  SequenceSet sequences_;
+  const Transitions* transitions_ = nullptr;
+  const Format* format_ = nullptr;
+  Vocabulary vocab_;
 };
-
-EncodedSet encode_set(const SequenceSet& sequences, const Transitions& transitions,
-                      const Format& format, const Vocabulary& vocab);
 
 }  // namespace induct

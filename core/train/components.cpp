@@ -91,11 +91,12 @@ CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
 }
 
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer) {
+                      TrainObserver* observer, SplitCache* cache) {
   CellData cell = make_cell_data(registry, spec.cell);
-  Split split = make_split(cell.data, spec.n, spec.seed);
-  EncodedSet train = encode_set(split.train, *cell.transitions, *cell.format, cell.vocab);
-  EncodedSet validation = encode_set(split.validation, *cell.transitions, *cell.format, cell.vocab);
+  Split split = cache ? cache->get(cell.data, spec.n, spec.seed)
+                      : make_split(cell.data, spec.n, spec.seed);
+  ExampleSet train(split.train, *cell.transitions, *cell.format, cell.vocab);
+  ExampleSet validation(split.validation, *cell.transitions, *cell.format, cell.vocab);
   const torch::Device device(spec.device);
   auto model = make_model_checked(registry, yaml::from_node(spec.cell.model, "<trial model>"),
                                   {cell.vocab.size(), spec.max_length, cell.vocab.pad()},

@@ -46,8 +46,9 @@ CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& ta
                         const std::string& format, const std::string& distribution, int L,
                         const ValidationPolicy& validation, uint64_t n_cap);
 
-// One whole trial: data, model, training. Errors are thrown (the worker reports them).
+// One whole trial: data, model, training. Errors are thrown (the worker reports them). With a
+// cache, the data sets of earlier trials of the same (cell data, seed) are reused.
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer = nullptr);
+                      TrainObserver* observer = nullptr, SplitCache* cache = nullptr);
 
 }  // namespace induct

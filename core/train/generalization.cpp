@@ -3,6 +3,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "train/trainer.hpp"
 #include "util/rng.hpp"
@@ -19,20 +20,18 @@ namespace {
 
 // Greedy decoding of CoT: feed x_1..x_n SEP, then append the model's argmax n times.
 // Returns {token accuracy, final-state accuracy} summed over the set.
-std::pair<double, double> decode_greedily(SequenceModel& model, const EncodedSet& set, int n,
-                                          int64_t batch_size, torch::Device device) {
+std::pair<double, double> decode_greedily(SequenceModel& model, const ExampleSet& set, int n,
+                                          int64_t pad, int64_t batch_size, torch::Device device) {
   double tokens_right = 0, finals_right = 0;
+  std::vector<int64_t> order(set.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
   for (size_t start = 0; start < set.size(); start += batch_size) {
-    const auto count = static_cast<int64_t>(std::min<size_t>(batch_size, set.size() - start));
+    const size_t count = std::min<size_t>(batch_size, set.size() - start);
     // All examples have 2n tokens; the prompt is the first n + 1, the answers the targets
     // from position n on.
-    auto all = torch::from_blob(const_cast<int64_t*>(set.tokens.data() + set.offsets[start]),
-                                {count, 2 * int64_t{n}}, torch::kLong);
-    auto answers = torch::from_blob(const_cast<int64_t*>(set.targets.data() + set.offsets[start]),
-                                    {count, 2 * int64_t{n}}, torch::kLong)
-                       .narrow(1, n, n)
-                       .to(device);                              // [B, n]
-    auto sequence = all.narrow(1, 0, n + 1).to(device);          // [B, n + 1]
+    Batch all = make_batch(set, order.data() + start, count, pad);
+    auto answers = all.targets.narrow(1, n, n).to(device);      // [B, n]
+    auto sequence = all.tokens.narrow(1, 0, n + 1).to(device);  // [B, n + 1]
     std::vector<torch::Tensor> generated;
     for (int k = 0; k < n; ++k) {
       auto next = model.forward(sequence).select(1, sequence.size(1) - 1).argmax(-1);  // [B]
@@ -61,16 +60,12 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
     LengthStream stream(cell.vocab.actions, n, derive_seed(seed, {kGeneralization, uint64_t(n)}));
     const uint64_t count = std::min<uint64_t>(samples, stream.space());
     SequenceSet sequences;
-    std::vector<int32_t> buffer(n);
-    for (uint64_t i = 0; i < count; ++i) {
-      stream.next(buffer.data());
-      sequences.add(buffer.data(), n);
-    }
-    EncodedSet set = encode_set(sequences, *cell.transitions, *cell.format, cell.vocab);
+    for (uint64_t i = 0; i < count; ++i) sequences.add(stream.codec(), stream.next_code());
+    ExampleSet set(sequences, *cell.transitions, *cell.format, cell.vocab);
     EvalMetrics forced = evaluate(model, set, cell.vocab.pad(), batch_size, device);
     LengthMetrics m{n, forced.count, forced.loss, forced.token_accuracy, forced.final_accuracy};
     if (cell.format->generates_states()) {
-      auto [tokens, finals] = decode_greedily(model, set, n, batch_size, device);
+      auto [tokens, finals] = decode_greedily(model, set, n, cell.vocab.pad(), batch_size, device);
       m.token_accuracy = tokens / static_cast<double>(count);
       m.final_accuracy = finals / static_cast<double>(count);
     }

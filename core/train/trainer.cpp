@@ -15,23 +15,18 @@
 
 namespace induct {
 
-Batch make_batch(const EncodedSet& set, const int64_t* order, size_t count, int64_t pad) {
+Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad) {
   int64_t width = 0;
   for (size_t i = 0; i < count; ++i) width = std::max(width, set.width(order[i]));
   const auto b = static_cast<int64_t>(count);
   Batch batch{torch::full({b, width}, pad, torch::kLong), torch::full({b, width}, kNoTarget, torch::kLong)};
   int64_t* tokens = batch.tokens.data_ptr<int64_t>();
   int64_t* targets = batch.targets.data_ptr<int64_t>();
-  for (size_t i = 0; i < count; ++i) {
-    const int64_t from = set.offsets[order[i]];
-    const int64_t w = set.width(order[i]);
-    std::copy_n(set.tokens.data() + from, w, tokens + i * width);
-    std::copy_n(set.targets.data() + from, w, targets + i * width);
-  }
+  for (size_t i = 0; i < count; ++i) set.encode(order[i], tokens + i * width, targets + i * width);
   return batch;
 }
 
-EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
+EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
                      int64_t batch_size, torch::Device device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
@@ -55,7 +50,7 @@ EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
     nll = nll.masked_fill(~mask, 0);                                                   // [B, W]
     torch::Tensor correct = logits.argmax(-1).eq(targets).logical_and(mask);           // [B, W]
     std::vector<int64_t> final_pos(count);
-    for (size_t i = 0; i < count; ++i) final_pos[i] = set.final_position[start + i];
+    for (size_t i = 0; i < count; ++i) final_pos[i] = set.final_position(start + i);
     torch::Tensor final_index = torch::tensor(final_pos, torch::kLong).to(device).unsqueeze(1);
     torch::Tensor final_correct = correct.gather(1, final_index).squeeze(1);            // [B]
 
@@ -64,7 +59,7 @@ EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
     torch::Tensor correct_sum = correct.sum(1).to(torch::kCPU, torch::kLong).contiguous();
     torch::Tensor final_cpu = final_correct.to(torch::kCPU, torch::kLong).contiguous();
     for (size_t i = 0; i < count; ++i) {
-      Sums& s = by_length[set.lengths[start + i]];
+      Sums& s = by_length[set.length(start + i)];
       s.count += 1;
       s.positions += positions.data_ptr<int64_t>()[i];
       s.loss += loss_sum.data_ptr<double>()[i];
@@ -115,7 +110,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   const auto started = std::chrono::steady_clock::now();
   TrialResult result;
   result.best_loss = std::numeric_limits<double>::infinity();
-  const EncodedSet& eval_set = data.validation.size() > 0 ? data.validation : data.train;
+  const ExampleSet& eval_set = data.validation.size() > 0 ? data.validation : data.train;
   result.validated_on_training = data.validation.size() == 0;
 
   model.train();
@@ -140,7 +135,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
       rng.shuffle(order.begin(), order.end());
       if (data.ascending)
         std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          return data.train.lengths[a] < data.train.lengths[b];
+          return data.train.length(a) < data.train.length(b);
         });
       cursor = 0;
     }

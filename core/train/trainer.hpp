@@ -20,8 +20,8 @@ class TrainObserver {
 };
 
 struct TrainData {
-  const EncodedSet& train;
-  const EncodedSet& validation;  // empty: evaluate on the training set (tiny spaces)
+  const ExampleSet& train;
+  const ExampleSet& validation;  // empty: evaluate on the training set (tiny spaces)
   int64_t pad = 0;
   bool ascending = false;  // batches in ascending length within each pass
 };
@@ -40,14 +40,14 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
 bool stalled(const std::vector<EvalPoint>& history, double best_loss, const TrainSettings& settings);
 
 // Loss, token accuracy and final-state accuracy (teacher forcing), overall and per length.
-EvalMetrics evaluate(SequenceModel& model, const EncodedSet& set, int64_t pad,
+EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
                      int64_t batch_size, torch::Device device);
 
-// Examples [first, first + count) of `order` as padded [B, W] token and target tensors.
+// Examples order[0..count) as padded [B, W] token and target tensors, encoded now.
 struct Batch {
   torch::Tensor tokens;
   torch::Tensor targets;
 };
-Batch make_batch(const EncodedSet& set, const int64_t* order, size_t count, int64_t pad);
+Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad);
 
 }  // namespace induct

@@ -63,6 +63,7 @@ int worker_main(int threads) {
   PluginRegistry registry;
   std::vector<std::string> loaded_path;
   MessageReader jobs(kJobsFd);
+  SplitCache data;  // the data sets of this worker's trials, shared by those of one cell and seed
   YAML::Node message;
   while (jobs.read_one(message)) {
     if (message["type"].as<std::string>() != "job") continue;  // a late cancel
@@ -76,7 +77,7 @@ int worker_main(int threads) {
         loaded_path = spec.plugin_path;
       }
       WorkerObserver observer(jobs, job);
-      TrialResult result = run_trial(spec, registry, &observer);
+      TrialResult result = run_trial(spec, registry, &observer, &data);
       reply["type"] = "result";
       reply["result"] = result.to_yaml();
     } catch (const std::exception& e) {
@@ -90,6 +91,7 @@ int worker_main(int threads) {
 
 void InProcessRunner::run(TrialSource& source) {
   // One trial at a time: a cancel can only concern trials that are not running any more.
+  SplitCache data;
   while (auto job = source.next()) {
     source.on_start(job->ticket);
     struct Relay final : TrainObserver {
@@ -100,7 +102,7 @@ void InProcessRunner::run(TrialSource& source) {
     } relay(source, job->ticket);
     TrialResult result;
     try {
-      result = run_trial(*job->trial, registry_, &relay);
+      result = run_trial(*job->trial, registry_, &relay, &data);
     } catch (const std::exception& e) {
       result = TrialResult::failure(e.what());
     }

@@ -21,12 +21,13 @@ Example encode(const std::string& format) {
   Transitions t(std::make_shared<test::ZmTask>(5), "z5");
   Vocabulary vocab{5, 5};
   SequenceSet set;
-  std::vector<int32_t> x{2, 1, 0, 3, 4};
-  set.add(x.data(), 5);
-  EncodedSet e = encode_set(set, t, format_named(format), vocab);
+  // 2 1 0 3 4 is index 2*625 + 1*125 + 0*25 + 3*5 + 4 of the 5^5 sequences of length 5.
+  set.add(SequenceCodec(5, 5, 0), 1394);
+  ExampleSet e(set, t, format_named(format), vocab);
   BOOST_TEST(e.size() == 1u);
-  BOOST_TEST(e.final_state[0] == 0);
-  return {e.tokens, e.targets, e.final_position[0]};
+  std::vector<int64_t> tokens(e.width(0)), targets(e.width(0));
+  BOOST_TEST(e.encode(0, tokens.data(), targets.data()) == 0);  // s_n
+  return {tokens, targets, e.final_position(0)};
 }
 
 constexpr int64_t X = kNoTarget;
