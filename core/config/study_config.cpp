@@ -96,7 +96,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   if (!(s.epsilon > 0)) training.fail("epsilon", "must be positive");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
-  for (const char* key : {"stall_improvement", "stall_projection"})
+  for (const char* key : {"stall_improvement", "stall_projection", "plateau_margin",
+                          "plateau_patience", "memorised_loss"})
     if (s.stall_window == 0 && training.has(key))
       training.fail(key, "needs training.stall_window (the failure detector is off without it)");
   if (s.stall_window > 0) {
@@ -108,6 +109,15 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
     s.stall_projection = training.get<double>("stall_projection", s.stall_projection);
     if (!(s.stall_projection >= 0 && std::isfinite(s.stall_projection)))
       training.fail("stall_projection", "must be 0 (off) or positive");
+    s.plateau_margin = training.get<double>("plateau_margin", s.plateau_margin);
+    if (!(s.plateau_margin >= 0 && s.plateau_margin < 1))
+      training.fail("plateau_margin", "must be in [0, 1) (0: no plateau protection)");
+    s.plateau_patience = at_least(training, "plateau_patience", s.plateau_patience, 0);
+    if (s.plateau_patience % s.eval_every != 0)
+      training.fail("plateau_patience", "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
+    s.memorised_loss = training.get<double>("memorised_loss", s.memorised_loss);
+    if (!(s.memorised_loss >= 0 && std::isfinite(s.memorised_loss)))
+      training.fail("memorised_loss", "must be 0 (off) or positive");
   }
   return s;
 }

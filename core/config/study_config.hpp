@@ -20,14 +20,26 @@ struct TrainSettings {
   int64_t eval_batch_size = 500;
   double epsilon = 1e-4;
   bool curriculum = true;  // Short-to-Long batches in ascending length (SPEC project decision)
-  // Failure detector (project extension, off by default and in paper-faithful configs): stop a
-  // configuration as failed when its best validation loss has not fallen by at least
-  // stall_improvement (relative) over the last stall_window steps. 0: off. With
-  // stall_projection = k > 0, also when the best loss, falling at k times its rate over that
-  // window (in log loss), would still be above epsilon at max_steps.
+  // Failure detector (project extension, off by default and in paper-faithful configs; the
+  // rules and their validation: docs/performance.md, "Failure detector"). 0: off. A
+  // configuration is stopped as failed, with the rule that stopped it recorded, when
+  // - stalled: off its starting plateau, its best validation loss has not fallen by
+  //   stall_improvement (relative) over the last stall_window steps, or (stall_projection =
+  //   k > 0), falling on at k times its rate over that window (in log loss), it would still be
+  //   above epsilon at max_steps;
+  // - memorised: its training loss (mean since the last evaluation) is below memorised_loss
+  //   (> 0) and its best validation loss has not fallen by stall_improvement over the window;
+  // - plateau: after plateau_patience steps (> 0) it has not left its starting plateau.
+  // The starting plateau: best validation loss at or above (1 - plateau_margin) x the cell's
+  // chance loss (the entropy of the targets' marginal distribution). There a configuration is
+  // never stalled: parity with Outcome supervision sits at ln 2 for thousands of steps before
+  // it learns.
   int64_t stall_window = 0;
   double stall_improvement = 0.01;
   double stall_projection = 0;
+  double plateau_margin = 0.05;
+  int64_t plateau_patience = 0;
+  double memorised_loss = 0;
 };
 
 // Where and how the trainings run. Not part of a trial's identity.

@@ -88,21 +88,62 @@ EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
   return metrics;
 }
 
-bool stalled(const std::vector<EvalPoint>& history, double best_loss, const TrainSettings& settings) {
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kGoOn: return "";
+    case Verdict::kStalled: return "stalled";
+    case Verdict::kMemorised: return "memorised";
+    case Verdict::kPlateau: return "plateau";
+  }
+  return "";
+}
+
+Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
+                        double chance_loss, const TrainSettings& settings) {
   const int64_t window = settings.stall_window;
-  if (window <= 0 || history.empty() || history.back().step < window) return false;
+  if (window <= 0 || history.empty()) return Verdict::kGoOn;
   const int64_t now = history.back().step;
+  const bool on_plateau =
+      chance_loss > 0 && best_loss >= (1.0 - settings.plateau_margin) * chance_loss;
+  if (on_plateau && settings.plateau_patience > 0 && now >= settings.plateau_patience)
+    return Verdict::kPlateau;
+  if (now < window) return Verdict::kGoOn;
   // The best loss now against the best loss a window ago.
   double best_then = std::numeric_limits<double>::infinity();
   for (const EvalPoint& p : history)
     if (p.step <= now - window) best_then = std::min(best_then, p.val_loss);
-  if (!std::isfinite(best_then)) return false;
-  if (best_loss > best_then * (1.0 - settings.stall_improvement)) return true;
-  if (settings.stall_projection <= 0) return false;
+  if (!std::isfinite(best_then)) return Verdict::kGoOn;
+  const bool flat = best_loss > best_then * (1.0 - settings.stall_improvement);
+  if (flat && settings.memorised_loss > 0 && history.back().train_loss < settings.memorised_loss)
+    return Verdict::kMemorised;
+  if (on_plateau) return Verdict::kGoOn;
+  if (flat) return Verdict::kStalled;
+  if (settings.stall_projection <= 0) return Verdict::kGoOn;
   // Falling on at stall_projection times the window's rate, where would it be at max_steps?
   const double rate = (std::log(best_then) - std::log(best_loss)) / static_cast<double>(window);
   const auto remaining = static_cast<double>(settings.max_steps - now);
-  return std::log(best_loss) - settings.stall_projection * rate * remaining > std::log(settings.epsilon);
+  return std::log(best_loss) - settings.stall_projection * rate * remaining > std::log(settings.epsilon)
+             ? Verdict::kStalled
+             : Verdict::kGoOn;
+}
+
+double chance_loss(const ExampleSet& set) {
+  std::map<int64_t, double> counts;
+  double total = 0;
+  std::vector<int64_t> tokens, targets;
+  for (size_t i = 0; i < set.size(); ++i) {
+    tokens.resize(set.width(i));
+    targets.resize(set.width(i));
+    set.encode(i, tokens.data(), targets.data());
+    for (int64_t t : targets)
+      if (t != kNoTarget) {
+        counts[t] += 1;
+        total += 1;
+      }
+  }
+  double entropy = 0;
+  for (const auto& [target, count] : counts) entropy -= count / total * std::log(count / total);
+  return entropy;
 }
 
 TrialResult train_model(SequenceModel& model, const TrainData& data, const TrainSettings& settings,
@@ -112,6 +153,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   result.best_loss = std::numeric_limits<double>::infinity();
   const ExampleSet& eval_set = data.validation.size() > 0 ? data.validation : data.train;
   result.validated_on_training = data.validation.size() == 0;
+  if (settings.stall_window > 0) result.chance_loss = chance_loss(eval_set);
 
   model.train();
   // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (SPEC section 4), over one flat buffer.
@@ -177,8 +219,11 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
         result.status = TrialStatus::kSucceeded;
         break;
       }
-      if (stalled(result.history, result.best_loss, settings)) {
+      const Verdict verdict =
+          failure_verdict(result.history, result.best_loss, result.chance_loss, settings);
+      if (verdict != Verdict::kGoOn) {
         result.stalled = true;
+        result.stopped_by = to_string(verdict);
         break;  // status stays failed
       }
     }

@@ -34,10 +34,19 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
                         double lr, uint64_t seed, torch::Device device,
                         TrainObserver* observer = nullptr);
 
-// The failure detector of TrainSettings (stall_window, stall_improvement, stall_projection):
-// true when a run should stop as failed after the evaluation that ends `history`, whose best
-// validation loss so far is `best_loss`.
-bool stalled(const std::vector<EvalPoint>& history, double best_loss, const TrainSettings& settings);
+// The failure detector of TrainSettings (its rules are described there): whether a run
+// should stop as failed after the evaluation that ends `history`, whose best validation loss
+// so far is `best_loss`, for a cell whose chance loss is `chance_loss`. A function of these
+// alone, so a stored history replays to the verdict the trainer gave (bench/detector).
+enum class Verdict { kGoOn, kStalled, kMemorised, kPlateau };
+const char* to_string(Verdict verdict);  // "" for kGoOn, else the rule's name
+Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
+                        double chance_loss, const TrainSettings& settings);
+
+// The loss of predicting the marginal distribution of the set's targets (its entropy): the
+// validation loss of a model that has learned nothing about the sequences. ln 2 for parity
+// with Outcome supervision.
+double chance_loss(const ExampleSet& set);
 
 // Loss, token accuracy and final-state accuracy (teacher forcing), overall and per length.
 EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,

@@ -71,6 +71,9 @@ std::string describe_detector(const TrainSettings& t) {
   std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +
                      format_number(t.stall_improvement);
   if (t.stall_projection > 0) text += ", projection " + format_number(t.stall_projection);
+  text += ", plateau margin " + format_number(t.plateau_margin);
+  if (t.plateau_patience > 0) text += ", plateau patience " + std::to_string(t.plateau_patience);
+  if (t.memorised_loss > 0) text += ", memorised below " + format_number(t.memorised_loss);
   return text;
 }
 
@@ -87,6 +90,9 @@ YAML::Node to_yaml(const TrainSettings& t) {
     node["stall_window"] = t.stall_window;
     node["stall_improvement"] = exact(t.stall_improvement);
     if (t.stall_projection > 0) node["stall_projection"] = exact(t.stall_projection);
+    node["plateau_margin"] = exact(t.plateau_margin);
+    if (t.plateau_patience > 0) node["plateau_patience"] = t.plateau_patience;
+    if (t.memorised_loss > 0) node["memorised_loss"] = exact(t.memorised_loss);
   }
   return node;
 }
@@ -132,6 +138,9 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
     spec.training.stall_window = t["stall_window"].as<int64_t>();
     spec.training.stall_improvement = t["stall_improvement"].as<double>();
     if (t["stall_projection"]) spec.training.stall_projection = t["stall_projection"].as<double>();
+    spec.training.plateau_margin = t["plateau_margin"].as<double>();
+    if (t["plateau_patience"]) spec.training.plateau_patience = t["plateau_patience"].as<int64_t>();
+    if (t["memorised_loss"]) spec.training.memorised_loss = t["memorised_loss"].as<double>();
   }
   spec.max_length = node["max_length"].as<int64_t>();
   spec.device = node["device"].as<std::string>();
@@ -214,6 +223,8 @@ YAML::Node TrialResult::to_yaml() const {
   node["seconds"] = exact(seconds);
   node["validated_on_training"] = validated_on_training;
   if (stalled) node["stalled"] = true;
+  if (!stopped_by.empty()) node["stopped_by"] = stopped_by;
+  if (chance_loss > 0) node["chance_loss"] = exact(chance_loss);
   node["error"] = error;
   YAML::Node metrics;
   metrics["count"] = last.count;
@@ -242,6 +253,8 @@ TrialResult TrialResult::from_yaml(const YAML::Node& node) {
   r.seconds = node["seconds"].as<double>();
   r.validated_on_training = node["validated_on_training"].as<bool>();
   r.stalled = node["stalled"] && node["stalled"].as<bool>();
+  r.stopped_by = node["stopped_by"].as<std::string>(r.stalled ? "stalled" : "");
+  r.chance_loss = node["chance_loss"].as<double>(0);
   r.error = node["error"].as<std::string>("");
   const YAML::Node m = node["last"];
   r.last.count = m["count"].as<int64_t>();

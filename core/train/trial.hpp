@@ -86,6 +86,8 @@ struct TrialResult {
   EvalMetrics last;      // at the last evaluation
   bool validated_on_training = false;  // the validation set was empty (tiny spaces)
   bool stalled = false;                // failed early: the failure detector stopped it
+  std::string stopped_by;              // with stalled: the rule (stalled, memorised, plateau)
+  double chance_loss = 0;              // the cell's chance loss (the detector's plateau)
   double seconds = 0;
   std::vector<EvalPoint> history;
   std::vector<LengthMetrics> generalization;  // one entry per TrialSpec::eval_lengths
@@ -103,7 +105,7 @@ struct TrialResult {
 // just the options named there ("lstm(hidden=768)").
 std::string component_label(const YAML::Node& section, const std::set<std::string>* only = nullptr);
 
-// "none", or the failure detector's settings: "window 200, improvement 0.1, projection 2".
+// "none", or the failure detector's settings: "window 200, improvement 0.1, projection 2, ...".
 std::string describe_detector(const TrainSettings& settings);
 
 // The training settings as YAML (canonical: part of trial and outcome keys).

@@ -101,10 +101,17 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progre
   TrialSpec hopeless = parity_trial(6, 102, 32, 1e-7, 2000);  // lr far too small to move
   hopeless.training.stall_window = 200;
   hopeless.training.stall_improvement = 0.01;
+  // It never leaves its starting plateau, so only the plateau rule stops it.
+  hopeless.training.plateau_patience = 400;
   TrialResult r = run_trial(hopeless, test::plugins());
   BOOST_TEST(r.stalled);
+  BOOST_TEST(r.stopped_by == "plateau");
   BOOST_TEST(to_string(r.status) == "failed");
-  BOOST_TEST(r.steps < 400);
+  BOOST_TEST(r.steps == 400);
+  // The chance loss of parity with ACoT labels: the entropy of nearly balanced states.
+  BOOST_TEST(r.chance_loss > 0.69);
+  BOOST_TEST(r.chance_loss <= std::log(2.0) + 1e-12);
+  BOOST_TEST(TrialResult::from_yaml(r.to_yaml()).stopped_by == "plateau");
   // The same configuration that learns is not stopped by it.
   TrialSpec learner = parity_trial(6, 102, 64, 3e-3, 2000);
   learner.training.epsilon = 1e-3;
@@ -112,10 +119,52 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progre
   TrialResult ok = run_trial(learner, test::plugins());
   BOOST_TEST(ok.succeeded());
   BOOST_TEST(!ok.stalled);
-  // The detector is part of the trial's identity.
+  // The detector is part of the trial's identity, each of its rules too.
   TrialSpec plain = parity_trial(6, 102, 32, 1e-7, 2000);
   BOOST_TEST(plain.key() != hopeless.key());
+  TrialSpec longer = hopeless;
+  longer.training.plateau_patience = 800;
+  BOOST_TEST(longer.key() != hopeless.key());
+  BOOST_TEST(TrialSpec::from_yaml(longer.to_yaml()).key() == longer.key());
 }
+
+namespace {
+bool stops(const std::vector<EvalPoint>& history, const TrainSettings& settings, double chance = 0) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const EvalPoint& p : history) best = std::min(best, p.val_loss);
+  return failure_verdict(history, best, chance, settings) != Verdict::kGoOn;
+}
+
+// The first evaluation after which the detector stops the run, or -1 (replayed as the trainer
+// does: the verdict after every evaluation of the history).
+int64_t first_stop(const std::vector<EvalPoint>& history, const TrainSettings& settings,
+                   double chance, Verdict* verdict = nullptr) {
+  std::vector<EvalPoint> seen;
+  double best = std::numeric_limits<double>::infinity();
+  for (const EvalPoint& p : history) {
+    seen.push_back(p);
+    best = std::min(best, p.val_loss);
+    const Verdict v = failure_verdict(seen, best, chance, settings);
+    if (v != Verdict::kGoOn) {
+      if (verdict) *verdict = v;
+      return p.step;
+    }
+  }
+  return -1;
+}
+
+TrainSettings detector() {
+  TrainSettings s;
+  s.max_steps = 250'000;
+  s.epsilon = 1e-4;
+  s.stall_window = 200;
+  s.stall_improvement = 0.1;
+  s.stall_projection = 2;
+  s.plateau_margin = 0.05;
+  s.memorised_loss = 1e-4;
+  return s;
+}
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(failure_detector_projection_stops_what_cannot_reach_epsilon_in_time) {
   TrainSettings settings;
@@ -127,23 +176,76 @@ BOOST_AUTO_TEST_CASE(failure_detector_projection_stops_what_cannot_reach_epsilon
     return std::vector<EvalPoint>{{100, 0, 1.0}, {200, 0, then}, {300, 0, 0.5 * (then + now)}, {400, 0, now}};
   };
   // 1e-2 -> 8.5e-3 over 200 steps: 15% better, so the stall rule lets it go on.
-  BOOST_TEST(!stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  BOOST_TEST(!stops(history(1e-2, 8.5e-3), settings));
   // At twice that rate for the 1600 steps left: 8.5e-3 * 0.85^16 = 6.3e-4 > 1e-4: stopped.
   settings.stall_projection = 2;
-  BOOST_TEST(stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  BOOST_TEST(stops(history(1e-2, 8.5e-3), settings));
   // At four times the rate it could get there (8.5e-3 * 0.85^32 = 4.7e-5): not stopped.
   settings.stall_projection = 4;
-  BOOST_TEST(!stalled(history(1e-2, 8.5e-3), 8.5e-3, settings));
+  BOOST_TEST(!stops(history(1e-2, 8.5e-3), settings));
   // A tenfold fall over the window reaches epsilon at any slack: not stopped.
   settings.stall_projection = 1;
-  BOOST_TEST(!stalled(history(1e-2, 1e-3), 1e-3, settings));
+  BOOST_TEST(!stops(history(1e-2, 1e-3), settings));
   // The stall rule alone: less than 10% better over the window.
   settings.stall_projection = 0;
-  BOOST_TEST(stalled(history(1e-2, 9.5e-3), 9.5e-3, settings));
+  BOOST_TEST(stops(history(1e-2, 9.5e-3), settings));
   // Not before a whole window of history, and never when the detector is off.
-  BOOST_TEST(!stalled({{100, 0, 1.0}, {200, 0, 1.0}}, 1.0, settings));
+  BOOST_TEST(!stops({{100, 0, 1.0}, {200, 0, 1.0}}, settings));
   settings.stall_window = 0;
-  BOOST_TEST(!stalled(history(1e-2, 9.5e-3), 9.5e-3, settings));
+  BOOST_TEST(!stops(history(1e-2, 9.5e-3), settings));
+}
+
+BOOST_AUTO_TEST_CASE(failure_detector_never_stops_a_run_on_its_starting_plateau) {
+  // Parity with Outcome supervision: validation loss at ln 2 (+- noise) for 5,000 steps, then
+  // learned. Without the plateau rule the stall rule would stop it after 300 steps.
+  const double ln2 = std::log(2.0);
+  std::vector<EvalPoint> history;
+  for (int64_t step = 100; step <= 5000; step += 100)
+    history.push_back({step, ln2 + 0.002 * std::sin(step * 0.37), ln2 + 0.003 * std::cos(step * 0.11)});
+  for (int64_t step = 5100; step <= 6000; step += 100) {
+    const double loss = ln2 * std::exp(-(step - 5000) / 70.0);
+    history.push_back({step, loss, loss});
+  }
+  TrainSettings s = detector();
+  BOOST_TEST(first_stop(history, s, ln2) == -1);
+  BOOST_TEST(history.back().val_loss < s.epsilon);  // it ends as a success
+  // Without knowing the chance loss there is no plateau: the stall rule stops it at once.
+  BOOST_TEST(first_stop(history, s, 0) == 300);
+  // A plateau patience shorter than the plateau would stop it (why the default has none).
+  s.plateau_patience = 3000;
+  Verdict verdict = Verdict::kGoOn;
+  BOOST_TEST(first_stop(history, s, ln2, &verdict) == 3000);
+  BOOST_TEST(to_string(verdict) == std::string("plateau"));
+}
+
+BOOST_AUTO_TEST_CASE(failure_detector_stops_a_memorising_run) {
+  // Training loss to 1e-6 while validation loss rises from ln 2: memorised, stopped as soon
+  // as the training loss is below memorised_loss and a window has passed without progress.
+  const double ln2 = std::log(2.0);
+  std::vector<EvalPoint> history;
+  for (int64_t step = 100; step <= 4000; step += 100)
+    history.push_back({step, ln2 * std::exp(-step / 150.0), ln2 + step * 1e-4});
+  TrainSettings s = detector();
+  Verdict verdict = Verdict::kGoOn;
+  const int64_t stop = first_stop(history, s, ln2, &verdict);
+  BOOST_TEST(to_string(verdict) == std::string("memorised"));
+  // ln 2 e^(-t/150) < 1e-4 from t = 1330 on.
+  BOOST_TEST(stop == 1400);
+  // With the rule off, the run is on its plateau and goes on.
+  s.memorised_loss = 0;
+  BOOST_TEST(first_stop(history, s, ln2) == -1);
+}
+
+BOOST_AUTO_TEST_CASE(failure_detector_stops_a_run_that_stalls_after_leaving_the_plateau) {
+  // Learned part of the way (0.3 against a chance of ln 2), then flat.
+  const double ln2 = std::log(2.0);
+  std::vector<EvalPoint> history;
+  for (int64_t step = 100; step <= 3000; step += 100)
+    history.push_back({step, 0.3, step < 1000 ? ln2 - step * 4e-4 : 0.3 + 0.001 * (step % 300 == 0)});
+  Verdict verdict = Verdict::kGoOn;
+  const int64_t stop = first_stop(history, detector(), ln2, &verdict);
+  BOOST_TEST(to_string(verdict) == std::string("stalled"));
+  BOOST_TEST((stop > 1000 && stop <= 1300));
 }
 
 BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
