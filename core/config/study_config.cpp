@@ -96,7 +96,7 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   if (!(s.epsilon > 0)) training.fail("epsilon", "must be positive");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
-  for (const char* key : {"stall_improvement", "stall_projection", "plateau_margin",
+  for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction", "plateau_margin",
                           "plateau_patience", "memorised_loss"})
     if (s.stall_window == 0 && training.has(key))
       training.fail(key, "needs training.stall_window (the failure detector is off without it)");
@@ -109,6 +109,9 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
     s.stall_projection = training.get<double>("stall_projection", s.stall_projection);
     if (!(s.stall_projection >= 0 && std::isfinite(s.stall_projection)))
       training.fail("stall_projection", "must be 0 (off) or positive");
+    s.stall_fraction = training.get<double>("stall_fraction", s.stall_fraction);
+    if (!(s.stall_fraction >= 0 && s.stall_fraction < 1))
+      training.fail("stall_fraction", "must be in [0, 1) (0: the window is stall_window steps)");
     s.plateau_margin = training.get<double>("plateau_margin", s.plateau_margin);
     if (!(s.plateau_margin >= 0 && s.plateau_margin < 1))
       training.fail("plateau_margin", "must be in [0, 1) (0: no plateau protection)");

@@ -24,7 +24,8 @@ struct TrainSettings {
   // rules and their validation: docs/performance.md, "Failure detector"). 0: off. A
   // configuration is stopped as failed, with the rule that stopped it recorded, when
   // - stalled: off its starting plateau, its best validation loss has not fallen by
-  //   stall_improvement (relative) over the last stall_window steps, or (stall_projection =
+  //   stall_improvement (relative) over the window (the last stall_window steps, or the last
+  //   stall_fraction of the steps run when that is longer), or (stall_projection =
   //   k > 0), falling on at k times its rate over that window (in log loss), it would still be
   //   above epsilon at max_steps;
   // - memorised: its training loss (mean since the last evaluation) is below memorised_loss
@@ -37,6 +38,7 @@ struct TrainSettings {
   int64_t stall_window = 0;
   double stall_improvement = 0.01;
   double stall_projection = 0;
+  double stall_fraction = 0;
   double plateau_margin = 0.05;
   int64_t plateau_patience = 0;
   double memorised_loss = 0;

@@ -108,10 +108,14 @@ Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
   if (on_plateau && settings.plateau_patience > 0 && now >= settings.plateau_patience)
     return Verdict::kPlateau;
   if (now < window) return Verdict::kGoOn;
+  // The window: stall_window steps, or the last stall_fraction of the run when longer (a run
+  // at step 20,000 is judged on its progress since step 10,000 with a fraction of 0.5).
+  const auto span = std::max<int64_t>(
+      window, static_cast<int64_t>(settings.stall_fraction * static_cast<double>(now)));
   // The best loss now against the best loss a window ago.
   double best_then = std::numeric_limits<double>::infinity();
   for (const EvalPoint& p : history)
-    if (p.step <= now - window) best_then = std::min(best_then, p.val_loss);
+    if (p.step <= now - span) best_then = std::min(best_then, p.val_loss);
   if (!std::isfinite(best_then)) return Verdict::kGoOn;
   const bool flat = best_loss > best_then * (1.0 - settings.stall_improvement);
   if (flat && settings.memorised_loss > 0 && history.back().train_loss < settings.memorised_loss)
@@ -120,7 +124,7 @@ Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
   if (flat) return Verdict::kStalled;
   if (settings.stall_projection <= 0) return Verdict::kGoOn;
   // Falling on at stall_projection times the window's rate, where would it be at max_steps?
-  const double rate = (std::log(best_then) - std::log(best_loss)) / static_cast<double>(window);
+  const double rate = (std::log(best_then) - std::log(best_loss)) / static_cast<double>(span);
   const auto remaining = static_cast<double>(settings.max_steps - now);
   return std::log(best_loss) - settings.stall_projection * rate * remaining > std::log(settings.epsilon)
              ? Verdict::kStalled

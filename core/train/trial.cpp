@@ -71,6 +71,7 @@ std::string describe_detector(const TrainSettings& t) {
   std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +
                      format_number(t.stall_improvement);
   if (t.stall_projection > 0) text += ", projection " + format_number(t.stall_projection);
+  if (t.stall_fraction > 0) text += ", fraction " + format_number(t.stall_fraction);
   text += ", plateau margin " + format_number(t.plateau_margin);
   if (t.plateau_patience > 0) text += ", plateau patience " + std::to_string(t.plateau_patience);
   if (t.memorised_loss > 0) text += ", memorised below " + format_number(t.memorised_loss);
@@ -90,6 +91,7 @@ YAML::Node to_yaml(const TrainSettings& t) {
     node["stall_window"] = t.stall_window;
     node["stall_improvement"] = exact(t.stall_improvement);
     if (t.stall_projection > 0) node["stall_projection"] = exact(t.stall_projection);
+    if (t.stall_fraction > 0) node["stall_fraction"] = exact(t.stall_fraction);
     node["plateau_margin"] = exact(t.plateau_margin);
     if (t.plateau_patience > 0) node["plateau_patience"] = t.plateau_patience;
     if (t.memorised_loss > 0) node["memorised_loss"] = exact(t.memorised_loss);
@@ -138,6 +140,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
     spec.training.stall_window = t["stall_window"].as<int64_t>();
     spec.training.stall_improvement = t["stall_improvement"].as<double>();
     if (t["stall_projection"]) spec.training.stall_projection = t["stall_projection"].as<double>();
+    if (t["stall_fraction"]) spec.training.stall_fraction = t["stall_fraction"].as<double>();
     spec.training.plateau_margin = t["plateau_margin"].as<double>();
     if (t["plateau_patience"]) spec.training.plateau_patience = t["plateau_patience"].as<int64_t>();
     if (t["memorised_loss"]) spec.training.memorised_loss = t["memorised_loss"].as<double>();
