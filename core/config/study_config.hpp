@@ -39,7 +39,7 @@ struct TrainSettings {
   double stall_improvement = 0.01;
   double stall_projection = 0;
   double stall_fraction = 0;
-  double plateau_margin = 0.05;
+  double plateau_margin = 0.2;
   int64_t plateau_patience = 0;
   double memorised_loss = 0;
 };
