@@ -145,6 +145,7 @@ SearchSettings read_search(const Options& search) {
   s.tolerance = search.get<double>("tolerance", s.tolerance);
   if (!(s.tolerance >= 0 && s.tolerance < 1)) search.fail("tolerance", "must be in [0, 1)");
   s.cancel_on_success = search.get<bool>("cancel_on_success", s.cancel_on_success);
+  s.certify = search.get<bool>("certify", s.certify);
   return s;
 }
 

@@ -32,4 +32,9 @@ std::string format_fraction(double x) {
   return text == "-0.00" ? "0.00" : text;
 }
 
+std::string format_nstar(bool learned, uint64_t nstar, bool certified) {
+  if (!learned) return certified ? kNotLearned : kNotLearned + " (detector)";
+  return (certified ? "" : "<=") + format_count(nstar);
+}
+
 }  // namespace induct

@@ -13,6 +13,17 @@ inline const std::string kNotLearned = "\u2013";  // en dash
 // below 10 of a unit.
 std::string format_count(uint64_t n);
 
+// An N* as tables print it: "24"; "<=24" when a failure that decides it is the failure
+// detector's verdict, not proven (search.certify); "–" not learned at N_max, "– (detector)"
+// when that failure is the detector's verdict.
+std::string format_nstar(bool learned, uint64_t nstar, bool certified);
+// The legend of those marks.
+inline const std::string kNstarLegend =
+    kNotLearned + " = not learned at N_max; <=N and " + kNotLearned +
+    " (detector): a failure that decides the cell (the largest failure below N*, or N_max) is "
+    "the failure detector's verdict, not proven; search.certify: true re-runs it without the "
+    "detector";
+
 // 0.00 .. 1.00 with two decimals (negative values, worse than chance, keep their sign).
 std::string format_fraction(double x);
 

@@ -180,6 +180,11 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
 
 }  // namespace
 
+bool nstar_certified(const YAML::Node& outcome) {
+  if (outcome["certified"]) return outcome["certified"].as<bool>();
+  return outcome["stall_window"].as<int64_t>(0) == 0;
+}
+
 void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
   const auto outcomes = store.outcomes();
   // Latest outcome per (kind, cell label): a rerun with other settings replaces the row.
@@ -216,7 +221,7 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     const bool learned = o->value["learned"].as<bool>();
     const auto n = o->value["nstar"].as<uint64_t>();
     nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
-        learned ? format_count(n) : kNotLearned;
+        format_nstar(learned, n, nstar_certified(o->value));
     if (learned) {
       auto& s = nstar_lines[{row.model, row.format}][row.task + " " + distribution];
       s.title = row.task + " " + distribution;
@@ -225,13 +230,13 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
   }
   if (!nstar.cells.empty())
     write_table(dir, "nstar_table", "N*: minimal training-set size (Table 1 layout)",
-                kNotLearned + " = not learned at N_max", nstar.table(), index);
+                kNstarLegend, nstar.table(), index);
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).
   Table cost;
   cost.header = {"cell", "first success cancels", "failure detector", "N*", "search steps",
-                 "optimisation steps"};
+                 "certification re-runs", "optimisation steps"};
   for (const auto& o : outcomes) {
     if (o.kind != "nstar") continue;
     const YAML::Node& v = o.value;
@@ -240,8 +245,9 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
                          : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
                              ? "window " + v["stall_window"].as<std::string>()
                              : "none",
-                         v["learned"].as<bool>() ? format_count(v["nstar"].as<uint64_t>()) : kNotLearned,
-                         std::to_string(v["steps"].size()), v["optimisation_steps"].as<std::string>()});
+                         format_nstar(v["learned"].as<bool>(), v["nstar"].as<uint64_t>(), nstar_certified(v)),
+                         std::to_string(v["steps"].size()), std::to_string(v["certification"] ? v["certification"].size() : 0),
+                         v["optimisation_steps"].as<std::string>()});
   }
   if (!cost.rows.empty())
     write_table(dir, "search_cost", "Search cost: optimisation steps per N* search",

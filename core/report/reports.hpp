@@ -20,6 +20,10 @@ namespace induct {
 //                             accuracy against length; each with its .dat and .gp files
 //   report.md                 an index of all of the above
 // Only what the store holds is written; figures need gnuplot (skipped with a note if absent).
+// Whether a stored N* outcome's deciding failure is proven (its `certified`); outcomes stored
+// before certification existed are proven only when they ran without a failure detector.
+bool nstar_certified(const YAML::Node& outcome);
+
 void write_reports(const Store& store, const std::filesystem::path& dir, std::ostream* log);
 
 }  // namespace induct

@@ -19,22 +19,24 @@ int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   Table table, cost;
   table.header = {"cell", "N_max", "N*", "search steps"};
   cost.header = {"cell", "search steps", "trials trained now", "optimisation steps (all trials)"};
-  size_t incomplete = 0;
+  size_t incomplete = 0, uncertified = 0;
   const std::vector<SearchRecord> searches = run_searches(run, cells);
   for (size_t c = 0; c < cells.size(); ++c) {
     const SearchRecord& s = searches[c];
     incomplete += !s.complete;
+    uncertified += s.complete && !s.certified;
     table.rows.push_back({cells[c].label, format_count(s.n_max),
-                          !s.complete ? "?" : s.learned ? format_count(s.nstar) : kNotLearned,
+                          !s.complete ? "?" : format_nstar(s.learned, s.nstar, s.certified),
                           std::to_string(s.steps)});
     cost.rows.push_back({cells[c].label, std::to_string(s.steps), std::to_string(s.trained),
                          std::to_string(s.optimisation_steps)});
   }
-  run.out << "\n" << table.text();
+  const std::string legend = uncertified ? "\n" + kNstarLegend + ".\n" : "";
+  run.out << "\n" << table.text() << legend;
   write_file_atomically((run.out_dir / (config.name + "_cost.md")).string(),
                         "# " + config.name + ": search cost\n\n" + cost.markdown());
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
-                        "# " + config.name + ": N* per cell\n\n" + table.markdown());
+                        "# " + config.name + ": N* per cell\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   write_reports(run.store, run.out_dir, &run.out);
   return incomplete > 0 ? 1 : 0;
@@ -47,7 +49,7 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   for (int L : config.sharing_lengths) per_base += L != 2;
   Table table;
   table.header = {"cell", "L", "sum N*_n", "N*_joint", "kappa"};
-  size_t incomplete = 0;
+  size_t incomplete = 0, uncertified = 0;
   const std::vector<SearchRecord> searches = run_searches(run, cells);
   for (const auto& s : searches) incomplete += !s.complete;
   for (size_t base = 0; base * per_base < cells.size(); ++base) {
@@ -67,9 +69,11 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     for (int L : config.sharing_lengths) {
       const SearchRecord& joint = L == 2 ? fixed[0] : records[joint_index++];
       bool all_learned = joint.learned && joint.complete;
+      bool sum_certified = true;
       uint64_t sum = 0;
       for (int n = 2; n <= L; ++n) {
         all_learned = all_learned && fixed[n - 2].learned && fixed[n - 2].complete;
+        sum_certified = sum_certified && fixed[n - 2].certified;
         sum += fixed[n - 2].nstar;
       }
       complete = complete && joint.complete;
@@ -79,11 +83,14 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       row["sum_fixed"] = sum;
       row["joint"] = joint.nstar;
       row["learned"] = all_learned;
+      row["certified"] = sum_certified && joint.certified;
+      uncertified += !(sum_certified && joint.certified);
       const double kappa = all_learned ? static_cast<double>(sum) / joint.nstar : 0;
       row["kappa"] = yaml::exact(kappa);
       value["lengths"].push_back(row);
-      table.rows.push_back({base_label, std::to_string(L), all_learned ? format_count(sum) : kNotLearned,
-                            joint.learned ? format_count(joint.nstar) : kNotLearned,
+      table.rows.push_back({base_label, std::to_string(L),
+                            all_learned ? format_nstar(true, sum, sum_certified) : kNotLearned,
+                            format_nstar(joint.learned, joint.nstar, joint.certified),
                             all_learned ? format_number(kappa, 3) : kNotLearned});
     }
     if (complete) {
@@ -93,9 +100,11 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       run.store.put_outcome({content_key(yaml::flow(identity)), config.name, "sharing", base_label, value, ""});
     }
   }
-  run.out << "\n" << table.text();
+  // kappa of upper bounds is no bound: the marks on its terms say which it rests on.
+  const std::string legend = uncertified ? "\n" + kNstarLegend + ".\n" : "";
+  run.out << "\n" << table.text() << legend;
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
-                        "# " + config.name + ": sharing factor kappa\n\n" + table.markdown());
+                        "# " + config.name + ": sharing factor kappa\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   write_reports(run.store, run.out_dir, &run.out);
   return incomplete > 0 ? 1 : 0;

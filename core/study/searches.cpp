@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "options_yaml.hpp"
+#include "report/reports.hpp"
 #include "study/search.hpp"
 #include "study/study.hpp"
 #include "util/hash.hpp"
@@ -35,13 +36,18 @@ std::string nstar_key(const StudyConfig& config, const PreparedCell& cell) {
   identity["search"]["tolerance"] = yaml::exact(config.search.tolerance);
   // Not part of N*, but of the recorded cost: a search without cancellation is its own record.
   if (!config.search.cancel_on_success) identity["search"]["cancel_on_success"] = false;
+  // Certification can lower N*: a certified search is a search of its own.
+  if (config.search.certify) identity["search"]["certify"] = true;
   return content_key(yaml::flow(identity));
 }
 
 std::string describe(const SearchRecord& s) {
   if (!s.complete) return "incomplete (a trial stopped with an error; rerun to retry)";
-  std::string text = s.learned ? "N* = " + std::to_string(s.nstar)
+  std::string text = s.learned ? (s.certified ? "N* = " : "N* <= ") + std::to_string(s.nstar)
                                : "not learned at N_max = " + std::to_string(s.n_max);
+  if (!s.certified)
+    text += s.learned ? " (the failure below it is the failure detector's verdict)"
+                      : " (the failure detector's verdict)";
   return s.stored ? text + " (stored)" : text;
 }
 
@@ -53,6 +59,7 @@ struct Slot {
   size_t config = 0;  // index into the grid (learning rate major, seed minor)
   TrialSpec trial;
   SlotState state = SlotState::kPending;
+  bool judged = false;    // the failure detector stopped it (TrialResult::stalled)
   int64_t live_step = 0;  // last evaluation reported while running
   double live_best = std::numeric_limits<double>::infinity();
 };
@@ -60,6 +67,7 @@ struct Slot {
 struct Step {
   uint64_t n = 0;
   int number = 0;           // 1-based within its search
+  bool certifying = false;  // a decisive failure re-run without the detector (search.certify)
   std::vector<Slot> slots;  // most promising first
   int running = 0;
   size_t errors = 0;
@@ -79,6 +87,8 @@ struct CellSearch {
   size_t index = 0;
   std::string key, context;
   std::unique_ptr<NstarSearch> machine;  // null: decided without searching (stored, N_max 0)
+  // Decided sizes: a step's outcome, or success where certification overturned a failure.
+  std::map<uint64_t, bool> known;
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<Rank> ranks;
   SearchRecord record;
@@ -115,6 +125,9 @@ class Searches final : public TrialSource {
         s->record.nstar = stored->value["nstar"].as<uint64_t>();
         s->record.steps = stored->value["steps"].size();
         s->record.optimisation_steps = stored->value["optimisation_steps"].as<int64_t>();
+        s->record.certified = nstar_certified(stored->value);
+        s->record.certification_steps =
+            stored->value["certification"] ? stored->value["certification"].size() : 0;
         s->over = true;
       } else if (cells[i].plan.n_max > 0) {
         s->machine = std::make_unique<NstarSearch>(cells[i].plan.n_max, config_.search);
@@ -176,6 +189,7 @@ class Searches final : public TrialSource {
     Step& step = *ref.step;
     Slot& slot = step.slots[ref.slot];
     slot.state = SlotState::kDone;
+    slot.judged = result.stalled;
     --step.running;
     --s.running;
     run_.store.put(config_.name, slot.trial, result);
@@ -225,7 +239,57 @@ class Searches final : public TrialSource {
       s.over = true;
       return;
     }
-    s.machine->report(step.success);
+    if (!step.certifying) {
+      s.known[step.n] = step.success;
+      s.machine->report(step.success);
+      return;
+    }
+    ++s.record.certification_steps;
+    if (step.success) {
+      // The search the paper's procedure runs: the same machine from the start, every size
+      // decided as now known (each tested size's step is reused, not run again).
+      run_.progress.log(s.context + " | N=" + std::to_string(step.n) +
+                        " succeeds without the failure detector: the search goes on below it");
+      s.known[step.n] = true;
+      s.machine = std::make_unique<NstarSearch>(s.record.n_max, config_.search);
+    }
+  }
+
+  // The failure that decides the outcome: the largest failure below N*, or N_max when not
+  // learned (0: none, N* = 1 or the search tested nothing).
+  static uint64_t decisive_failure(const SearchOutcome& outcome) {
+    if (outcome.learned) return outcome.largest_failure;
+    return outcome.steps.empty() ? 0 : outcome.steps.front().n;
+  }
+
+  // The step that tested size n (the certifying one, or the search's own).
+  static const Step* step_at(const CellSearch& s, uint64_t n, bool certifying) {
+    for (const auto& step : s.steps)
+      if (step->n == n && step->certifying == certifying) return step.get();
+    return nullptr;
+  }
+
+  // At the end of a search: proven when the decisive failure's configurations all ran to
+  // their end (or, re-run without the detector, all failed again); otherwise, with
+  // search.certify, re-runs those the detector stopped. Returns true when the search is over.
+  bool certify(CellSearch& s) {
+    const uint64_t n = decisive_failure(s.machine->outcome());
+    const Step* own = n ? step_at(s, n, false) : nullptr;
+    const Step* rerun = n ? step_at(s, n, true) : nullptr;
+    const bool proven =
+        !own || (rerun && rerun->decided && !rerun->success) ||
+        std::none_of(own->slots.begin(), own->slots.end(), [](const Slot& o) { return o.judged; });
+    if (proven || rerun || !config_.search.certify) {
+      s.record.certified = proven;
+      return true;
+    }
+    size_t judged = 0;
+    for (const Slot& o : own->slots) judged += o.judged;
+    run_.progress.log(s.context + " | N=" + std::to_string(n) + ": " + std::to_string(judged) +
+                      " of " + std::to_string(own->slots.size()) +
+                      " configurations were stopped by the failure detector; certifying without it");
+    open_step(s, n, own);
+    return false;
   }
 
   // Opens the next step of a search whose current one is decided (reusing stored trials, which
@@ -233,30 +297,44 @@ class Searches final : public TrialSource {
   // it runs any more.
   void settle(CellSearch& s) {
     while (!s.over && !s.current()) {
-      auto n = s.machine->next();
-      if (!n) {
+      if (auto n = s.machine->next()) {
+        const auto known = s.known.find(*n);
+        if (known != s.known.end())
+          s.machine->report(known->second);
+        else
+          open_step(s, *n);
+      } else if (certify(s)) {
         s.over = true;
-        break;
       }
-      open_step(s, *n);
     }
     if (s.over && s.running == 0 && !s.reported) finish(s);
   }
 
-  void open_step(CellSearch& s, uint64_t n) {
+  // A step of the search at size n; with `judged_by`, the certification of that failed step:
+  // its configurations the detector stopped, with the detector off.
+  void open_step(CellSearch& s, uint64_t n, const Step* judged_by = nullptr) {
     auto step = std::make_unique<Step>();
     step->n = n;
     step->number = static_cast<int>(s.steps.size()) + 1;
-    std::vector<size_t> order(grid_.size());
-    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return s.ranks[a] < s.ranks[b]; });
+    step->certifying = judged_by != nullptr;
+    std::vector<size_t> order;
+    if (judged_by) {
+      for (const Slot& o : judged_by->slots)
+        if (o.judged) order.push_back(o.config);
+    } else {
+      order.resize(grid_.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return s.ranks[a] < s.ranks[b]; });
+    }
     for (size_t k : order) {
       Slot slot;
       slot.config = k;
       slot.trial = make_trial(config_, *s.cell, n, grid_[k].first, grid_[k].second);
+      if (judged_by) slot.trial.training.stall_window = 0;  // the paper's procedure
       if (auto stored = run_.store.find_finished(slot.trial.key())) {
         slot.state = SlotState::kDone;
+        slot.judged = stored->stalled;
         s.record.optimisation_steps += stored->steps;
         learn(s, k, step->number, *stored);
         step->success = step->success || stored->succeeded();
@@ -290,6 +368,17 @@ class Searches final : public TrialSource {
       value["cancel_on_success"] = config_.search.cancel_on_success;
       value["stall_window"] = config_.training.stall_window;
       value["failure_detector"] = describe_detector(config_.training);
+      value["certify"] = config_.search.certify;
+      value["certified"] = s.record.certified;
+      value["certification"] = YAML::Node(YAML::NodeType::Sequence);
+      for (const auto& step : s.steps) {
+        if (!step->certifying) continue;
+        YAML::Node row(YAML::NodeType::Sequence);
+        row.SetStyle(YAML::EmitterStyle::Flow);
+        row.push_back(step->n);
+        row.push_back(step->success);
+        value["certification"].push_back(row);
+      }
       value["steps"] = YAML::Node(YAML::NodeType::Sequence);
       for (const auto& step : outcome.steps) {
         YAML::Node row(YAML::NodeType::Sequence);
@@ -316,7 +405,8 @@ class Searches final : public TrialSource {
     for (const auto& [ticket, ref] : tickets_) {
       const Slot& slot = ref.step->slots[ref.slot];
       line += " | cell " + std::to_string(ref.search->index + 1) + " step " +
-              std::to_string(ref.step->number) + " N=" + std::to_string(ref.step->n) + " " +
+              std::to_string(ref.step->number) + (ref.step->certifying ? " (certify)" : "") +
+              " N=" + std::to_string(ref.step->n) + " " +
               slot.trial.configuration() + " at " + std::to_string(slot.live_step);
       if (std::isfinite(slot.live_best)) line += " loss " + format_number(slot.live_best, 3);
     }

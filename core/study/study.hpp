@@ -87,8 +87,14 @@ struct SearchRecord {
   size_t trained = 0;              // trials run now (not reused)
   int64_t optimisation_steps = 0;  // of every trial the steps used, reused ones included
   bool stored = false;             // the whole search came from the store
+  // The failure that decides N* (the largest failure below it; N_max when not learned) is
+  // proven: every configuration ran to max_steps or diverged, or ran so when certified
+  // (search.certify). false: it is the failure detector's verdict, and N* an upper bound.
+  bool certified = true;
+  size_t certification_steps = 0;  // decisive failures re-run without the detector
 };
-// "N* = 12", "not learned at N_max = 500", "... (stored)", "incomplete (...)".
+// "N* = 12", "not learned at N_max = 500", "... (stored)", "incomplete (...)"; an uncertified
+// N* says so.
 std::string describe(const SearchRecord& record);
 
 // Everything that decides a cell's N*: the cell, the grid, training and search settings.

@@ -173,6 +173,33 @@ class PairRunner final : public TrialRunner {
   std::function<uint64_t(const Cell&)> threshold_;
 };
 
+// A failure detector that cuts slow learners: with training.stall_window set, every trial below
+// `judged` sizes is stopped by the detector; without it, trials at N >= `truth` succeed.
+class DetectorRunner final : public TrialRunner {
+ public:
+  DetectorRunner(uint64_t truth, uint64_t judged) : truth_(truth), judged_(judged) {}
+  void run(TrialSource& source) override {
+    while (auto job = source.next()) {
+      const TrialSpec& trial = *job->trial;
+      const bool detector = trial.training.stall_window > 0;
+      ++(detector ? trained : trained_without);
+      TrialResult r;
+      const bool ok = trial.n >= (detector ? judged_ : truth_);
+      r.status = ok ? TrialStatus::kSucceeded : TrialStatus::kFailed;
+      r.stalled = detector && !ok;
+      r.stopped_by = r.stalled ? "plateau" : "";
+      r.steps = ok ? 100 : detector ? 50 : 1000;
+      r.best_loss = ok ? 1e-5 : 0.69;
+      source.on_done(job->ticket, r);
+    }
+  }
+  int parallelism() const override { return 1; }
+  size_t trained = 0, trained_without = 0;
+
+ private:
+  uint64_t truth_, judged_;
+};
+
 const char* kSharing = R"(study: sharing
 task: {name: modular, m: 5}
 model: {name: lstm, hidden: 8}
@@ -309,4 +336,70 @@ search: {tolerance: 0}
   StudyRun run{first.config, test::plugins(), *first.store, again, first.progress, first.dir, first.out};
   BOOST_TEST(run_study(run, first.cells) == 0);
   BOOST_TEST(again.trained == 0u);
+}
+
+namespace {
+const std::string kCertify = R"(study: nstar
+task: {name: modular, m: 5}
+model: {name: lstm, hidden: 8}
+data: {format: acot, distribution: fixed, L: 4}
+training: {learning_rates: [1e-3], seeds: [10, 20], stall_window: 100}
+search: {tolerance: 0, certify: true}
+)";
+StoredOutcome nstar_outcome(const std::vector<StoredOutcome>& outcomes) {
+  for (const auto& o : outcomes)
+    if (o.kind == "nstar") return o;
+  throw std::runtime_error("no nstar outcome");
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_uncertified_nstar_is_an_upper_bound_and_says_so) {
+  std::string text = kCertify;
+  text.replace(text.find(", certify: true"), 15, "");
+  Run run(text, "uncertified");
+  DetectorRunner runner(20, 37);
+  BOOST_TEST(run.go(runner) == 0);
+  const auto o = nstar_outcome(run.store->outcomes());
+  BOOST_TEST(o.value["nstar"].as<uint64_t>() == 37u);
+  BOOST_TEST(!o.value["certified"].as<bool>());
+  BOOST_TEST(runner.trained_without == 0u);
+  BOOST_TEST(run.out.str().find("<=37") != std::string::npos, run.out.str());
+  BOOST_TEST(run.log.str().find("N* <= 37") != std::string::npos, run.log.str());
+  BOOST_TEST(test::run_command("grep -q '<=37' " + run.dir + "/nstar_table.md").exit_code == 0);
+  // Not learned at N_max by the detector's verdict.
+  Run none(text, "uncertified_none");
+  DetectorRunner never(20, 1000);
+  BOOST_TEST(none.go(never) == 0);
+  BOOST_TEST(none.out.str().find("– (detector)") != std::string::npos, none.out.str());
+}
+
+BOOST_AUTO_TEST_CASE(certification_reruns_the_deciding_failures_without_the_detector) {
+  Run run(kCertify, "certify");
+  DetectorRunner runner(20, 37);
+  BOOST_TEST(run.go(runner) == 0);
+  const auto o = nstar_outcome(run.store->outcomes());
+  // The paper's N* (the detector alone said 37), proven: 19 failed without the detector.
+  BOOST_TEST(o.value["nstar"].as<uint64_t>() == 20u);
+  BOOST_TEST(o.value["largest_failure"].as<uint64_t>() == 19u);
+  BOOST_TEST(o.value["certified"].as<bool>());
+  BOOST_REQUIRE(o.value["certification"].size() > 1u);
+  const YAML::Node last = o.value["certification"][o.value["certification"].size() - 1];
+  BOOST_TEST(last[0].as<uint64_t>() == 19u);
+  BOOST_TEST(!last[1].as<bool>());
+  BOOST_TEST(run.out.str().find("<=") == std::string::npos, run.out.str());
+  // Only the decisive failures ran without the detector, never the whole search.
+  BOOST_TEST(runner.trained_without < runner.trained);
+  // A rerun trains nothing.
+  DetectorRunner again(20, 37);
+  StudyRun rerun{run.config, test::plugins(), *run.store, again, run.progress, run.dir, run.out};
+  BOOST_TEST(run_study(rerun, run.cells) == 0);
+  BOOST_TEST(again.trained + again.trained_without == 0u);
+  // N_max judged a failure by the detector, learned without it.
+  Run all(kCertify, "certify_n_max");
+  DetectorRunner late(300, 1000);
+  BOOST_TEST(all.go(late) == 0);
+  const auto learned = nstar_outcome(all.store->outcomes());
+  BOOST_TEST(learned.value["learned"].as<bool>());
+  BOOST_TEST(learned.value["nstar"].as<uint64_t>() == 300u);
+  BOOST_TEST(learned.value["certified"].as<bool>());
 }

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Runs every ground-truth study of this folder (detector off), then replays the recommended
+# detector on each store. Rerunning resumes: stored trials are not trained again.
+#   bench/detector/run_ground_truth.sh [OUT_DIR] [DETECTOR_CHECK_OPTIONS...]
+# OUT_DIR defaults to runs/ground_truth; each study writes OUT_DIR/<study name>/.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-runs/ground_truth}
+[ $# -gt 0 ] && shift
+rules=${*:---window 1000 --improvement 0.1 --fraction 0.5 --projection 0 --margin 0.2}
+# Cheapest first, so that an interrupted run has the most configurations.
+studies="gt_parity_outcome_fixed_l5 gt_z3_outcome_fixed_l5 gt_z5_outcome_fixed_l5
+gt_gpt2_cot_parity_uniform_l10 gt_parity_outcome_fixed_l10 gt_parity_outcome_l10_uniform_s2l
+gt_acot_z5_uniform_l10 gt_parity_outcome_l20"
+for s in $studies; do
+  "$root/build/bin/induct" run "$here/$s.yaml" --out "$out/$s"
+done
+status=0
+for s in $studies; do
+  echo "== $s"
+  # shellcheck disable=SC2086
+  "$root/build/bin/detector_check" "$out/$s/results.sqlite" $rules || status=1
+done
+exit $status
