@@ -34,6 +34,20 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
                                   {prepared.vocab_size, prepared.max_length, data.vocab.pad()},
                                   0, torch::kCPU);
   for (const auto& p : model->parameters()) prepared.parameters += p.numel();
+  {
+    // Once per (plugin, resolved options, shape): a study's cells share a few models.
+    static std::set<std::string> causal;
+    const ComponentInfo* info = registry.find("model", spec.model_name);
+    const std::string who = "model '" + spec.model_name + "' (" + (info ? info->library : "?") + ")";
+    const std::string key = who + flow(yaml::resolved(spec.model)) + " " +
+                            std::to_string(prepared.vocab_size) + " " +
+                            std::to_string(std::min<int64_t>(prepared.max_length, kCausalCheckLength));
+    if (!causal.count(key)) {
+      check_causal(*model, {prepared.vocab_size, prepared.max_length, data.vocab.pad()},
+                   torch::kCPU, who);
+      causal.insert(key);
+    }
+  }
   spec.root.section("data").reject_unknown_keys("induct");
   prepared.plan = plan_data(data.data);
   prepared.n = spec.n;

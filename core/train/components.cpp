@@ -19,6 +19,64 @@ std::string shape_string(const at::IntArrayRef& sizes) {
 }
 }  // namespace
 
+// One batch: row 0 fixed tokens, each further row the same with one later position p
+// changed; the logits of row p before p must equal row 0's. Tokens come from a fixed local
+// sequence, so no random number generator is touched. In eval mode (no dropout).
+void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device device,
+                  const std::string& who) {
+  const int64_t T = std::min<int64_t>(shape.max_length, kCausalCheckLength);
+  const int64_t V = shape.vocab_size;
+  if (T < 2 || V < 2) return;
+  std::vector<int64_t> positions;  // the changed positions: all, or 32 spread over 1..T-1
+  const int64_t count = std::min<int64_t>(T - 1, 32);
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t p = 1 + (count == 1 ? 0 : k * (T - 2) / (count - 1));
+    if (positions.empty() || positions.back() != p) positions.push_back(p);
+  }
+  std::vector<int64_t> base(static_cast<size_t>(T));
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (auto& token : base) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    token = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(V));
+  }
+  std::vector<int64_t> rows(base);
+  for (int64_t p : positions) {
+    std::vector<int64_t> row = base;
+    row[static_cast<size_t>(p)] = (row[static_cast<size_t>(p)] + 1) % V;
+    rows.insert(rows.end(), row.begin(), row.end());
+  }
+  const auto batch = static_cast<int64_t>(positions.size() + 1);
+  torch::Tensor tokens = torch::tensor(rows, torch::kLong).view({batch, T}).to(device);
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const bool training = model.is_training();
+  torch::Tensor logits;
+  try {
+    logits = model.forward(tokens).to(torch::kCPU, torch::kDouble);
+  } catch (const std::exception& e) {
+    throw PluginError(who + ": forward on a [" + std::to_string(batch) + ", " + std::to_string(T) +
+                      "] batch (the causality check) failed: " + e.what());
+  }
+  model.train(training);
+  const double tolerance = 1e-4 * (1 + logits[0].abs().max().item<double>());
+  for (size_t k = 0; k < positions.size(); ++k) {
+    const int64_t p = positions[k];
+    torch::Tensor diff = (logits[static_cast<int64_t>(k) + 1].narrow(0, 0, p) -
+                          logits[0].narrow(0, 0, p))
+                             .abs()
+                             .amax(1);
+    const double largest = diff.max().item<double>();
+    if (largest <= tolerance) continue;
+    const int64_t t = (diff > tolerance).nonzero()[0][0].item<int64_t>();
+    std::ostringstream message;
+    message << who << ": not causal: its logits at position " << t
+            << " change when only the token at position " << p << " changes (largest difference "
+            << largest << "); a model's output at t may depend on the tokens up to t only";
+    throw PluginError(message.str());
+  }
+}
+
+
 std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Options& section) {
   const auto name = section.require<std::string>("name");
   auto task = registry.make_task(name, TaskContext{section});

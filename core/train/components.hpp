@@ -32,6 +32,14 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
                                                   const Options& section, const ModelShape& shape,
                                                   uint64_t seed, torch::Device device);
 
+// A sequence model's logits at t may depend on tokens 0..t only (next-token prediction): a
+// PluginError naming `who`, the first position whose logits change and the later position
+// changed when they do, over the first kCausalCheckLength positions (one forward pass of at
+// most 33 sequences).
+inline constexpr int64_t kCausalCheckLength = 128;
+void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device device,
+                  const std::string& who);
+
 // Everything a trial of a cell needs besides the model.
 struct CellData {
   std::shared_ptr<Task> task;

@@ -166,6 +166,18 @@ BOOST_AUTO_TEST_CASE(a_model_with_the_wrong_output_shape_stops_before_training) 
   BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
 }
 
+BOOST_AUTO_TEST_CASE(a_model_that_sees_the_future_is_refused_before_training) {
+  std::string dir = temp_dir("leaky");
+  CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " run " +
+                                kTiny + " --set 'model={name: leaky}' --out " + dir);
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("model 'leaky' (") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("not causal: its logits at position 0 change when only the token at "
+                           "position 1 changes") != std::string::npos,
+             r.output);
+  BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
+}
+
 BOOST_AUTO_TEST_CASE(a_device_this_libtorch_cannot_use_is_refused_up_front) {
   CommandResult r = run_command(kInduct + " validate " + kTiny + " --set run.device=cuda");
   if (r.exit_code == 0) return;  // a CUDA build on a GPU machine accepts it

@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(refused_libraries_do_not_hide_the_good_ones) {
   registry.load_all({kFixtures, INDUCT_PLUGIN_DIR});
   // no_entry, api_older, api_newer, struct_size, torch_version, cxx_abi, register_throws, twin_b
   BOOST_TEST(registry.problems().size() == 8u);
-  for (const char* good : {"lstm", "gpt2", "mamba", "twin", "exploding", "wrong_shape"})
+  for (const char* good : {"lstm", "gpt2", "mamba", "twin", "exploding", "wrong_shape", "leaky"})
     BOOST_TEST(registry.find("model", good) != nullptr, good);
   BOOST_TEST(registry.find("task", "modular") != nullptr);
 }
