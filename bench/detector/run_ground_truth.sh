@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-runs/ground_truth}
 [ $# -gt 0 ] && shift
-rules=${*:---window 1000 --improvement 0.1 --fraction 0.5 --projection 0 --margin 0.2}
+rules=${*:---window 8000 --improvement 0.1 --fraction 0.5 --projection 0 --margin 0.2}
 # Cheapest first, so that an interrupted run has the most configurations.
 studies="gt_parity_outcome_fixed_l5 gt_z3_outcome_fixed_l5 gt_z5_outcome_fixed_l5
 gt_gpt2_cot_parity_uniform_l10 gt_parity_outcome_fixed_l10 gt_parity_outcome_l10_uniform_s2l
