@@ -93,7 +93,7 @@ int command_plugins(const Global& global) {
     std::cout << "\nrefused libraries:\n";
     for (const auto& problem : registry.problems()) std::cout << "  " << problem.message << "\n";
   }
-  return 0;
+  return registry.problems().empty() ? 0 : 1;  // a refused library is an error to fix
 }
 
 // The resolved study: the base document's keys and each cell's task, model and data.

@@ -1,5 +1,6 @@
 #include "config/study_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -93,7 +94,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   s.eval_every = at_least(training, "eval_every", s.eval_every, 1);
   s.eval_batch_size = at_least(training, "eval_batch_size", s.eval_batch_size, 1);
   s.epsilon = training.get<double>("epsilon", s.epsilon);
-  if (!(s.epsilon > 0)) training.fail("epsilon", "must be positive");
+  if (!(s.epsilon > 0) || !std::isfinite(s.epsilon))
+    training.fail("epsilon", "must be a positive finite number");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
   for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction", "plateau_margin",
@@ -222,6 +224,8 @@ StudyConfig read(const Options& root, const std::string& file, const Loader& loa
     auto lengths = sharing.get_list<long>("lengths", {2, 3, 4, 5, 6, 7, 8, 9, 10});
     for (long L : lengths) {
       if (L < 2) sharing.fail("lengths", "every L must be at least 2");
+      if (std::count(study.sharing_lengths.begin(), study.sharing_lengths.end(), L))
+        sharing.fail("lengths", "L = " + std::to_string(L) + " is listed twice");
       study.sharing_lengths.push_back(static_cast<int>(L));
     }
     if (study.sharing_lengths.empty()) sharing.fail("lengths", "must not be empty");

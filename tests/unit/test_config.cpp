@@ -81,6 +81,11 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   BOOST_TEST(type.find("study.yaml:7:11: model.hidden: expected an integer, got 'wide'") != std::string::npos, type);
   std::string list = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, x]"));
   BOOST_TEST(list.find("study.yaml:14:14: training.seeds[1]: expected a non-negative integer, got 'x'") != std::string::npos, list);
+  std::string inf = error_of(replace(kStudy, "seeds: [1, 2]", "epsilon: .inf"));
+  BOOST_TEST(inf.find("training.epsilon: must be a positive finite number") != std::string::npos, inf);
+  std::string twice = error_of(replace(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""),
+                                       "  distribution: uniform\n  L: 6\n", "") + "sharing: {lengths: [2, 3, 2]}\n");
+  BOOST_TEST(twice.find("sharing.lengths: L = 2 is listed twice") != std::string::npos, twice);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
   BOOST_TEST(format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos, format);
 }
