@@ -384,12 +384,16 @@ Options make(YAML::Node root, std::shared_ptr<Source> source) {
   return Options(impl);
 }
 
-Options load(const std::function<YAML::Node()>& parse, const std::string& name,
+Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::string& name,
              const std::vector<std::string>& overrides,
              const std::vector<Assignment>& assignments = {}) {
   YAML::Node root;
   try {
-    root = parse();
+    const std::vector<YAML::Node> documents = parse();
+    if (documents.size() > 1)
+      throw ConfigError(format_mark(name, documents[1].Mark()) +
+                        ": a second YAML document (after '---'); a study file holds one");
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::BadFile&) {
     throw ConfigError(name + ": cannot read the file");
   } catch (const YAML::ParserException& e) {
@@ -409,13 +413,13 @@ Options load(const std::function<YAML::Node()>& parse, const std::string& name,
 
 Options load_file(const std::string& path, const std::vector<std::string>& overrides,
                   const std::vector<Assignment>& assignments) {
-  return load([&] { return YAML::LoadFile(path); }, path, overrides, assignments);
+  return load([&] { return YAML::LoadAllFromFile(path); }, path, overrides, assignments);
 }
 
 Options load_string(const std::string& text, const std::string& name,
                     const std::vector<std::string>& overrides,
                     const std::vector<Assignment>& assignments) {
-  return load([&] { return YAML::Load(text); }, name, overrides, assignments);
+  return load([&] { return YAML::LoadAll(text); }, name, overrides, assignments);
 }
 
 std::string exact(double value) {

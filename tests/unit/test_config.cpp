@@ -86,6 +86,8 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   std::string twice = error_of(replace(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""),
                                        "  distribution: uniform\n  L: 6\n", "") + "sharing: {lengths: [2, 3, 2]}\n");
   BOOST_TEST(twice.find("sharing.lengths: L = 2 is listed twice") != std::string::npos, twice);
+  std::string second = error_of(std::string(kStudy) + "---\nstudy: nstar\n");
+  BOOST_TEST(second.find("study.yaml:16:1: a second YAML document") != std::string::npos, second);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
   BOOST_TEST(format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos, format);
 }
