@@ -83,8 +83,9 @@ int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       row["sum_fixed"] = sum;
       row["joint"] = joint.nstar;
       row["learned"] = all_learned;
-      row["certified"] = sum_certified && joint.certified;
-      uncertified += !(sum_certified && joint.certified);
+      const bool certified = sum_certified && joint.certified;
+      row["certified"] = certified;
+      uncertified += !certified;
       const double kappa = all_learned ? static_cast<double>(sum) / joint.nstar : 0;
       row["kappa"] = yaml::exact(kappa);
       value["lengths"].push_back(row);

@@ -37,8 +37,7 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   {
     // Once per (plugin, resolved options, shape): a study's cells share a few models.
     static std::set<std::string> causal;
-    const ComponentInfo* info = registry.find("model", spec.model_name);
-    const std::string who = "model '" + spec.model_name + "' (" + (info ? info->library : "?") + ")";
+    const std::string who = model_who(registry, spec.model_name);
     const std::string key = who + flow(yaml::resolved(spec.model)) + " " +
                             std::to_string(prepared.vocab_size) + " " +
                             std::to_string(std::min<int64_t>(prepared.max_length, kCausalCheckLength));

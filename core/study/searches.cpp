@@ -276,15 +276,14 @@ class Searches final : public TrialSource {
     const uint64_t n = decisive_failure(s.machine->outcome());
     const Step* own = n ? step_at(s, n, false) : nullptr;
     const Step* rerun = n ? step_at(s, n, true) : nullptr;
-    const bool proven =
-        !own || (rerun && rerun->decided && !rerun->success) ||
-        std::none_of(own->slots.begin(), own->slots.end(), [](const Slot& o) { return o.judged; });
+    size_t judged = 0;
+    if (own)
+      for (const Slot& o : own->slots) judged += o.judged;
+    const bool proven = judged == 0 || (rerun && rerun->decided && !rerun->success);
     if (proven || rerun || !config_.search.certify) {
       s.record.certified = proven;
       return true;
     }
-    size_t judged = 0;
-    for (const Slot& o : own->slots) judged += o.judged;
     run_.progress.log(s.context + " | N=" + std::to_string(n) + ": " + std::to_string(judged) +
                       " of " + std::to_string(own->slots.size()) +
                       " configurations were stopped by the failure detector; certifying without it");
@@ -370,23 +369,23 @@ class Searches final : public TrialSource {
       value["failure_detector"] = describe_detector(config_.training);
       value["certify"] = config_.search.certify;
       value["certified"] = s.record.certified;
-      value["certification"] = YAML::Node(YAML::NodeType::Sequence);
-      for (const auto& step : s.steps) {
-        if (!step->certifying) continue;
-        YAML::Node row(YAML::NodeType::Sequence);
-        row.SetStyle(YAML::EmitterStyle::Flow);
-        row.push_back(step->n);
-        row.push_back(step->success);
-        value["certification"].push_back(row);
-      }
-      value["steps"] = YAML::Node(YAML::NodeType::Sequence);
-      for (const auto& step : outcome.steps) {
-        YAML::Node row(YAML::NodeType::Sequence);
-        row.SetStyle(YAML::EmitterStyle::Flow);
-        row.push_back(step.n);
-        row.push_back(step.success);
-        value["steps"].push_back(row);
-      }
+      // [N, succeeded] per tested size, in flow style.
+      auto sizes = [](const std::vector<SearchStep>& steps) {
+        YAML::Node list(YAML::NodeType::Sequence);
+        for (const auto& step : steps) {
+          YAML::Node row(YAML::NodeType::Sequence);
+          row.SetStyle(YAML::EmitterStyle::Flow);
+          row.push_back(step.n);
+          row.push_back(step.success);
+          list.push_back(row);
+        }
+        return list;
+      };
+      std::vector<SearchStep> certification;
+      for (const auto& step : s.steps)
+        if (step->certifying) certification.push_back({step->n, step->success});
+      value["certification"] = sizes(certification);
+      value["steps"] = sizes(outcome.steps);
       run_.store.put_outcome({s.key, config_.name, "nstar", s.cell->label, value, ""});
     }
     ++finished_;

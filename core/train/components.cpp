@@ -48,8 +48,8 @@ void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device d
   const auto batch = static_cast<int64_t>(positions.size() + 1);
   torch::Tensor tokens = torch::tensor(rows, torch::kLong).view({batch, T}).to(device);
   torch::NoGradGuard no_grad;
-  model.eval();
   const bool training = model.is_training();
+  model.eval();
   torch::Tensor logits;
   try {
     logits = model.forward(tokens).to(torch::kCPU, torch::kDouble);
@@ -76,6 +76,10 @@ void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device d
   }
 }
 
+std::string model_who(const PluginRegistry& registry, const std::string& name) {
+  const ComponentInfo* info = registry.find("model", name);
+  return "model '" + name + "' (" + (info ? info->library : "?") + ")";
+}
 
 std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Options& section) {
   const auto name = section.require<std::string>("name");
@@ -98,8 +102,7 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
   torch::manual_seed(seed);
   auto model = registry.make_model(name, ctx);
   section.reject_unknown_keys("model '" + name + "'");
-  const ComponentInfo* info = registry.find("model", name);
-  const std::string who = "model '" + name + "' (" + (info ? info->library : "?") + ")";
+  const std::string who = model_who(registry, name);
   try {
     model->to(device);
     // A forward pass in eval mode draws no random numbers, so this check leaves the
