@@ -71,7 +71,11 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   return config;
 }
 
+// A refused library in a plugin folder is a warning (the folder's other plugins still serve);
+// a library the user named itself is an error.
 void report_problems(const induct::PluginRegistry& registry) {
+  for (const auto& problem : registry.problems())
+    if (problem.named) throw induct::PluginError("refused plugin " + problem.message);
   for (const auto& problem : registry.problems())
     std::cerr << "warning: refused plugin " << problem.message << "\n";
 }

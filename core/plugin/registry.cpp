@@ -4,8 +4,12 @@
 #include <boost/dll/shared_library.hpp>
 #include <torch/version.h>
 
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "induct/model.hpp"
@@ -14,6 +18,57 @@
 namespace induct {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// Why the dynamic loader must not see this file, or "" if it may. dlopen maps the file's
+// loadable segments; touching a page past the end of a truncated file raises SIGBUS in the
+// host, so every segment, and every table the loader reads, must lie inside the file.
+std::string elf_problem(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return "cannot read the file";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<uint64_t>(in.tellg());
+  auto read = [&](uint64_t offset, void* to, size_t bytes) {
+    if (offset > size || bytes > size - offset) return false;
+    in.seekg(static_cast<std::streamoff>(offset));
+    return static_cast<bool>(in.read(static_cast<char*>(to), static_cast<std::streamsize>(bytes)));
+  };
+  Elf64_Ehdr header{};
+  unsigned char ident[EI_NIDENT] = {};
+  if (!read(0, ident, sizeof ident) || std::memcmp(ident, ELFMAG, SELFMAG) != 0)
+    return "not a shared library (no ELF header)";
+  if (ident[EI_CLASS] != ELFCLASS64) return "not a 64-bit ELF library";
+  const unsigned char host_data =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (ident[EI_DATA] != host_data) return "an ELF library of the other byte order";
+  if (!read(0, &header, sizeof header))
+    return "truncated: " + std::to_string(size) + " bytes, shorter than its ELF header";
+  if (header.e_type != ET_DYN) return "an ELF file that is not a shared library";
+#if defined(__x86_64__)
+  if (header.e_machine != EM_X86_64) return "a library for another processor";
+#elif defined(__aarch64__)
+  if (header.e_machine != EM_AARCH64) return "a library for another processor";
+#endif
+  if (header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0)
+    return "an ELF library without program headers";
+  const std::string truncated = "truncated or damaged (" + std::to_string(size) + " bytes; ";
+  for (uint16_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    if (!read(header.e_phoff + uint64_t{i} * sizeof segment, &segment, sizeof segment))
+      return truncated + "its program headers end past the end of the file)";
+    const bool loaded = segment.p_type == PT_LOAD || segment.p_type == PT_DYNAMIC;
+    if (loaded && (segment.p_offset > size || segment.p_filesz > size - segment.p_offset))
+      return truncated + "segment " + std::to_string(i) + " needs " +
+             std::to_string(segment.p_offset + segment.p_filesz) + ")";
+  }
+  if (header.e_shnum != 0 &&
+      (header.e_shoff > size || uint64_t{header.e_shnum} * header.e_shentsize > size - header.e_shoff))
+    return truncated + "its section headers end past the end of the file)";
+  return "";
+}
+
+}  // namespace
 
 PluginRegistry::PluginRegistry() = default;
 PluginRegistry::~PluginRegistry() {
@@ -30,6 +85,9 @@ void PluginRegistry::load(const fs::path& given) {
   if (std::find(loaded_files_.begin(), loaded_files_.end(), file.string()) != loaded_files_.end())
     return;
   if (!fs::exists(file)) throw PluginError(name + ": no such plugin file");
+  if (!fs::is_regular_file(file)) throw PluginError(name + ": not a file");
+  if (std::string problem = elf_problem(file); !problem.empty())
+    throw PluginError(name + ": cannot load the library: " + problem);
 
   auto library = std::make_shared<boost::dll::shared_library>();
   try {
@@ -107,7 +165,7 @@ void PluginRegistry::load_all(const std::vector<std::string>& paths) {
       try {
         load(path);
       } catch (const PluginError& e) {
-        problems_.push_back({path, e.what()});
+        problems_.push_back({path, e.what(), true});
       }
     }
   }

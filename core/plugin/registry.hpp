@@ -35,6 +35,7 @@ struct ComponentInfo {
 struct LoadProblem {
   std::string file;
   std::string message;
+  bool named = false;  // the path named this file itself (not a folder holding it)
 };
 
 class PluginRegistry final : public Registrar {

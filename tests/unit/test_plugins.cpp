@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE plugins
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
+
 #include "induct/model.hpp"
 #include "options_yaml.hpp"
 #include "support.hpp"
@@ -55,6 +57,33 @@ BOOST_AUTO_TEST_CASE(refuses_plugins_of_other_api_versions) {
                               std::to_string(INDUCT_PLUGIN_API_VERSION) +
                               " (rebuild the plugin against this SDK)");
   }
+}
+
+// dlopen of a truncated library maps pages past the end of the file: touching them is SIGBUS
+// in the host. Every cut of a real plugin must be refused before dlopen, with a message.
+BOOST_AUTO_TEST_CASE(refuses_truncated_and_foreign_files_before_loading_them) {
+  const std::string real = std::string(INDUCT_PLUGIN_DIR) + "/libinduct_lstm.so";
+  std::ifstream in(real, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_REQUIRE(bytes.size() > 30000);
+  const std::string dir = test::temp_dir("truncated");
+  for (size_t cut : {size_t{10}, size_t{64}, size_t{100}, size_t{4096}, size_t{28344},
+                     bytes.size() / 2, bytes.size() - 1}) {
+    const std::string file = dir + "/libcut_" + std::to_string(cut) + ".so";
+    std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(cut));
+    std::string message = refusal(file);
+    BOOST_TEST(message.find(file + ": cannot load the library: ") == 0u, message);
+  }
+  BOOST_TEST(refusal(dir + "/libcut_28344.so").find("truncated or damaged (28344 bytes; ") !=
+             std::string::npos);
+  BOOST_TEST(refusal(dir + "/libcut_10.so").find("no ELF header") != std::string::npos);
+  BOOST_TEST(refusal("/etc/passwd") ==
+             "/etc/passwd: cannot load the library: not a shared library (no ELF header)");
+  BOOST_TEST(refusal(dir) == dir + ": not a file");
+  // The whole file still loads.
+  PluginRegistry registry;
+  registry.load(real);
+  BOOST_TEST(registry.find("model", "lstm") != nullptr);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_plugin_info_of_another_size) {
@@ -115,8 +144,9 @@ BOOST_AUTO_TEST_CASE(a_throwing_factory_is_reported_with_its_plugin) {
 BOOST_AUTO_TEST_CASE(refused_libraries_do_not_hide_the_good_ones) {
   PluginRegistry registry;
   registry.load_all({kFixtures, INDUCT_PLUGIN_DIR});
-  // no_entry, api_older, api_newer, struct_size, torch_version, cxx_abi, register_throws, twin_b
-  BOOST_TEST(registry.problems().size() == 8u);
+  // no_entry, api_older, api_newer, struct_size, torch_version, cxx_abi, register_throws,
+  // truncated, twin_b
+  BOOST_TEST(registry.problems().size() == 9u);
   for (const char* good : {"lstm", "gpt2", "mamba", "twin", "exploding", "wrong_shape", "leaky"})
     BOOST_TEST(registry.find("model", good) != nullptr, good);
   BOOST_TEST(registry.find("task", "modular") != nullptr);
