@@ -15,8 +15,6 @@ const std::vector<std::string> kStudyKinds = {"train", "nstar", "sharing", "leng
 
 namespace {
 
-using Loader = std::function<Options(const std::vector<yaml::Assignment>&)>;
-
 std::string one_of(const Options& section, const std::string& key, const std::string& fallback,
                    const std::vector<std::string>& allowed) {
   std::string value = fallback.empty() ? section.require<std::string>(key)
@@ -35,10 +33,16 @@ int64_t at_least(const Options& section, const std::string& key, int64_t fallbac
   return value;
 }
 
+// The longest sequence a study may train or evaluate on, and the largest batch: far past the
+// paper (L <= 40, batch 64), and small enough that asking for more is an error naming the key,
+// not a failure in the allocator.
+constexpr long kMaxLength = 100'000;
+constexpr long kMaxBatch = 1'000'000;
+
 int read_L(const Options& data) {
   const auto L = data.require<long>("L");
   if (L < 2) data.fail("L", "must be at least 2 (lengths run over 2..L)");
-  if (L > 100'000) data.fail("L", "must be at most 100000");
+  if (L > kMaxLength) data.fail("L", "must be at most " + std::to_string(kMaxLength));
   return static_cast<int>(L);
 }
 
@@ -89,10 +93,10 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   if (std::set<uint64_t>(seeds.begin(), seeds.end()).size() != seeds.size())
     training.fail("seeds", "must not repeat a seed");
   TrainSettings s;
-  s.batch_size = at_least(training, "batch_size", s.batch_size, 1);
+  s.batch_size = get_in_range(training, "batch_size", s.batch_size, 1, kMaxBatch);
   s.max_steps = at_least(training, "max_steps", s.max_steps, 1);
   s.eval_every = at_least(training, "eval_every", s.eval_every, 1);
-  s.eval_batch_size = at_least(training, "eval_batch_size", s.eval_batch_size, 1);
+  s.eval_batch_size = get_in_range(training, "eval_batch_size", s.eval_batch_size, 1, kMaxBatch);
   s.epsilon = training.get<double>("epsilon", s.epsilon);
   if (!(s.epsilon > 0) || !std::isfinite(s.epsilon))
     training.fail("epsilon", "must be a positive finite number");
@@ -173,40 +177,57 @@ struct GridAxis {
   std::vector<std::string> where;
 };
 
-void collect_axes(const YAML::Node& node, const std::string& prefix, const std::string& file,
-                  std::vector<GridAxis>& axes) {
+void collect_axes(const YAML::Node& node, const std::string& prefix, const Options& root,
+                  const std::string& file, std::vector<GridAxis>& axes) {
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     const std::string path = prefix.empty() ? key : prefix + "." + key;
     const YAML::Node value = entry.second;
+    // A grid given by --set is located at the --set, not at a line of the file.
+    const std::string via = yaml::override_for(root, "grid." + path);
+    auto at = [&](const YAML::Node& n) { return via.empty() ? yaml::location(file, n) : via; };
     const std::string head = path.substr(0, path.find('.'));
     if (head != "task" && head != "model" && head != "data")
-      throw ConfigError(yaml::location(file, entry.first) + ": grid." + path +
+      throw ConfigError(at(entry.first) + ": grid." + path +
                         ": a grid varies keys under task, model or data");
     if (value.IsMap()) {
-      collect_axes(value, path, file, axes);
+      collect_axes(value, path, root, file, axes);
       continue;
     }
     GridAxis axis;
     axis.path = path;
+    if (value.IsNull()) throw ConfigError(at(entry.first) + ": grid." + path + ": has no values");
     if (value.IsSequence()) {
-      if (value.size() == 0)
-        throw ConfigError(yaml::location(file, value) + ": grid." + path + ": an empty list");
+      if (value.size() == 0) throw ConfigError(at(value) + ": grid." + path + ": an empty list");
       for (const auto& v : value) {
         axis.values.push_back(v);
-        axis.where.push_back(yaml::location(file, v) + " (grid " + path + ")");
+        axis.where.push_back(at(v) + " (grid " + path + ")");
       }
     } else {
       axis.values.push_back(value);
-      axis.where.push_back(yaml::location(file, value) + " (grid " + path + ")");
+      axis.where.push_back(at(value) + " (grid " + path + ")");
+    }
+    // One value per key: "data.L" and "data: {L: ...}" name the same key, and a grid of
+    // "model" beside "model.hidden" would set the same key twice.
+    for (const auto& other : axes) {
+      const bool same = other.path == path;
+      if (same || path.rfind(other.path + ".", 0) == 0 || other.path.rfind(path + ".", 0) == 0)
+        throw ConfigError(at(entry.first) + ": grid." + path +
+                          (same ? ": given twice (also at " : ": overlaps grid." + other.path +
+                                                                  " (at ") +
+                          other.where.front().substr(0, other.where.front().find(" (grid")) + ")");
     }
     axes.push_back(axis);
   }
 }
 
+// The study's cells are the grid's product; each holds its own copy of the document.
+constexpr size_t kMaxCells = 5'000;
+
 using yaml::flow;
 
-StudyConfig read(const Options& root, const std::string& file, const Loader& load_with) {
+StudyConfig read(const Options& root, const std::string& file,
+                 const std::vector<std::string>& overrides) {
   StudyConfig study;
   study.file = file;
   study.root = root;
@@ -224,6 +245,7 @@ StudyConfig read(const Options& root, const std::string& file, const Loader& loa
     auto lengths = sharing.get_list<long>("lengths", {2, 3, 4, 5, 6, 7, 8, 9, 10});
     for (long L : lengths) {
       if (L < 2) sharing.fail("lengths", "every L must be at least 2");
+      if (L > kMaxLength) sharing.fail("lengths", "every L must be at most " + std::to_string(kMaxLength));
       if (std::count(study.sharing_lengths.begin(), study.sharing_lengths.end(), L))
         sharing.fail("lengths", "L = " + std::to_string(L) + " is listed twice");
       study.sharing_lengths.push_back(static_cast<int>(L));
@@ -236,7 +258,23 @@ StudyConfig read(const Options& root, const std::string& file, const Loader& loa
   if (root.has("grid")) {
     YAML::Node grid = yaml::raw(root)["grid"];
     if (!grid.IsMap()) root.fail("grid", "expected a mapping of dotted keys to lists of values");
-    collect_axes(grid, "", file, axes);
+    collect_axes(grid, "", root, file, axes);
+  }
+  // A --set of a key the grid varies would be overwritten at every grid point.
+  for (const auto& text : overrides) {
+    const std::string set = text.substr(0, text.find('='));
+    for (const auto& axis : axes)
+      if (set == axis.path || axis.path.rfind(set + ".", 0) == 0 || set.rfind(axis.path + ".", 0) == 0)
+        throw ConfigError("--set " + text + ": the grid varies " + axis.path + " (" +
+                          axis.where.front().substr(0, axis.where.front().find(" (grid")) +
+                          "); change it in the grid, e.g. --set grid." + axis.path + "=[...]");
+  }
+  size_t cells = 1;
+  for (const auto& axis : axes) {
+    cells *= axis.values.size();
+    if (cells > kMaxCells)
+      root.fail("grid", "more than " + std::to_string(kMaxCells) +
+                            " cells; split the study into several files");
   }
   root.claim("grid");
   root.reject_unknown_keys("induct");
@@ -250,9 +288,19 @@ StudyConfig read(const Options& root, const std::string& file, const Loader& loa
       assignments.push_back({axes[a].path, value, axes[a].where[index[a]]});
       label += (label.empty() ? "" : ", ") + axes[a].path + "=" + flow(value);
     }
-    Options cell_root = axes.empty() ? root : load_with(assignments);
+    // The grid itself is not part of a cell's document (a cell holds no copy of it).
+    Options cell_root = axes.empty() ? root : yaml::derive(root, assignments, {"grid"});
     CellSpec cell = read_cell(cell_root, study.kind);
     cell.grid_label = label;
+    if (study.kind == "lengthgen") {
+      const double longest =
+          *std::max_element(study.lengthgen.multiples.begin(), study.lengthgen.multiples.end()) * cell.L;
+      if (longest > kMaxLength)
+        root.section("lengthgen")
+            .fail("multiples", "evaluates sequences of length " + std::to_string(std::lround(longest)) +
+                                   " at L = " + std::to_string(cell.L) + "; at most " +
+                                   std::to_string(kMaxLength));
+    }
     study.cells.push_back(cell);
     // Next grid point (odometer, last axis fastest).
     size_t a = axes.size();
@@ -265,16 +313,12 @@ StudyConfig read(const Options& root, const std::string& file, const Loader& loa
 }  // namespace
 
 StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides) {
-  return read(yaml::load_file(file, overrides), file,
-              [&](const std::vector<yaml::Assignment>& a) { return yaml::load_file(file, overrides, a); });
+  return read(yaml::load_file(file, overrides), file, overrides);
 }
 
 StudyConfig read_study_text(const std::string& text, const std::string& name,
                             const std::vector<std::string>& overrides) {
-  return read(yaml::load_string(text, name, overrides), name,
-              [&](const std::vector<yaml::Assignment>& a) {
-                return yaml::load_string(text, name, overrides, a);
-              });
+  return read(yaml::load_string(text, name, overrides), name, overrides);
 }
 
 }  // namespace induct

@@ -100,7 +100,18 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
   ctx.seed = seed;
   ctx.options = section;
   torch::manual_seed(seed);
-  auto model = registry.make_model(name, ctx);
+  std::shared_ptr<SequenceModel> model;
+  try {
+    model = registry.make_model(name, ctx);
+  } catch (const PluginError& e) {
+    // Out of memory while building: the sizes the study asked for, not the plugin, are wrong.
+    const std::string message = e.what();
+    if (message.find("alloc") == std::string::npos) throw;
+    // torch appends its C++ backtrace after the first line.
+    throw ConfigError(section.where("name") + ": model " + yaml::flow(yaml::raw(section)) +
+                      " does not fit in memory (lower its sizes): " +
+                      message.substr(0, message.find('\n')));
+  }
   section.reject_unknown_keys("model '" + name + "'");
   const std::string who = model_who(registry, name);
   try {

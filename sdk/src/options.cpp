@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <set>
@@ -25,7 +26,21 @@ namespace {
 struct Source {
   std::string name;                                // the file, as the user named it
   std::map<std::string, std::string> overrides;    // dotted path -> "--set path=value"
+  // A sequence in the document's memory that holds every mapping made after loading. When a
+  // node is placed into another, yaml-cpp's receiving memory takes in every node of the given
+  // one's: a mapping made outside the document that receives one of its nodes copies the whole
+  // document's node set, and the document then shares that growing set. Made here, a mapping
+  // already shares the document's memory, so a grid point costs its path, not the document
+  // (5,000 grid points took minutes).
+  YAML::Node arena{YAML::NodeType::Sequence};
 };
+
+// A new, empty mapping in the memory of `source`'s document.
+YAML::Node fresh_map(Source& source) {
+  YAML::Node made(YAML::NodeType::Map);
+  source.arena.push_back(made);  // the arena absorbs `made`'s memory (one node)
+  return made;
+}
 
 std::string join_path(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
@@ -66,11 +81,19 @@ struct Options::Impl {
   std::map<std::string, YAML::Node> values;
   std::map<std::string, std::shared_ptr<Impl>> children;
 
+  // The key's node, undefined when absent; a key written without a value ("hidden:") is a
+  // null node, which every reader refuses (it is neither the default nor a value).
   YAML::Node lookup(const std::string& key) const {
     if (!node || !node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
     const YAML::Node& map = node;
-    YAML::Node value = map[key];
-    if (value && value.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+    return map[key];
+  }
+
+  // lookup() for a reader of a value: absent is undefined, no value is an error.
+  YAML::Node value_of(const std::string& key) const {
+    YAML::Node value = lookup(key);
+    if (value && value.IsNull())
+      fail(key, "has no value (write one, or remove the key to use the default)");
     return value;
   }
 
@@ -78,11 +101,19 @@ struct Options::Impl {
     if (read.insert(key).second) read_order.push_back(key);
   }
 
+  // The --set that placed `full_path` (or a section holding it), or "".
   std::string override_for(const std::string& full_path) const {
     for (const auto& [path_set, text] : source->overrides) {
       if (full_path == path_set || full_path.rfind(path_set + ".", 0) == 0) return text;
     }
     return {};
+  }
+  // The --set that placed `full_path` or a key under it, or "".
+  std::string override_within(const std::string& full_path) const {
+    std::string found = override_for(full_path);
+    for (const auto& [path_set, text] : source->overrides)
+      if (found.empty() && path_set.rfind(full_path + ".", 0) == 0) found = text;
+    return found;
   }
 
   std::string where(const std::string& key) const {
@@ -200,7 +231,7 @@ Options::Options(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 template <class T>
 T Options::get(const std::string& key, const T& fallback) const {
   impl_->mark_read(key);
-  YAML::Node node = impl_->lookup(key);
+  YAML::Node node = impl_->value_of(key);
   T value = node ? decode<T>(node, impl_->where(key), path(key)) : fallback;
   impl_->values[key] = encode(value);
   return value;
@@ -209,7 +240,7 @@ T Options::get(const std::string& key, const T& fallback) const {
 template <class T>
 T Options::require(const std::string& key) const {
   impl_->mark_read(key);
-  YAML::Node node = impl_->lookup(key);
+  YAML::Node node = impl_->value_of(key);
   if (!node) impl_->fail(key, "is required");
   T value = decode<T>(node, impl_->where(key), path(key));
   impl_->values[key] = encode(value);
@@ -219,7 +250,7 @@ T Options::require(const std::string& key) const {
 template <class T>
 std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& fallback) const {
   impl_->mark_read(key);
-  YAML::Node node = impl_->lookup(key);
+  YAML::Node node = impl_->value_of(key);
   std::vector<T> values;
   if (!node) {
     values = fallback;
@@ -227,6 +258,8 @@ std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& f
     std::string via = impl_->override_for(path(key));
     for (size_t i = 0; i < node.size(); ++i) {
       std::string at = via.empty() ? format_mark(impl_->source->name, node[i].Mark()) : via;
+      if (node[i].IsNull())
+        throw ConfigError(at + ": " + path(key) + "[" + std::to_string(i) + "]: has no value");
       values.push_back(decode<T>(node[i], at, path(key) + "[" + std::to_string(i) + "]"));
     }
   } else {
@@ -252,8 +285,9 @@ Options Options::section(const std::string& key) const {
   impl_->mark_read(key);
   auto found = impl_->children.find(key);
   if (found != impl_->children.end()) return Options(found->second);
-  YAML::Node node = impl_->lookup(key);
-  if (node && !node.IsMap()) impl_->fail(key, "expected a mapping of keys, got " + describe(node));
+  YAML::Node node = impl_->lookup(key);  // "run:" with nothing under it is an empty section
+  if (node && !node.IsNull() && !node.IsMap())
+    impl_->fail(key, "expected a mapping of keys, got " + describe(node));
   auto child = std::make_shared<Impl>();
   child->node = node ? node : YAML::Node(YAML::NodeType::Null);
   child->source = impl_->source;
@@ -278,7 +312,7 @@ void Options::reject_unknown_keys(const std::string& owner) const {
     for (const auto& entry : impl_->node) {
       const std::string key = entry.first.Scalar();
       if (impl_->read.count(key)) continue;
-      std::string at = impl_->override_for(join_path(impl_->path, key));
+      std::string at = impl_->override_within(join_path(impl_->path, key));
       if (at.empty()) at = format_mark(impl_->source->name, entry.first.Mark());
       std::string message = at + ": unknown key '" + join_path(impl_->path, key) + "'";
       std::string best;
@@ -319,24 +353,42 @@ INDUCT_OPTIONS_INSTANTIATE(std::string)
 namespace yaml {
 namespace {
 
-void reject_duplicate_keys(const YAML::Node& node, const std::string& name) {
-  if (node.IsMap()) {
-    std::map<std::string, YAML::Mark> seen;
-    for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-      auto [it, fresh] = seen.emplace(key, entry.first.Mark());
-      if (!fresh)
-        throw ConfigError(format_mark(name, entry.first.Mark()) + ": duplicate key '" + key +
-                          "' (first at line " + std::to_string(it->second.line + 1) + ")");
-      reject_duplicate_keys(entry.second, name);
+// Walks a parsed document as its readers will: refuses duplicate keys and a document that
+// expands past kMaxNodes (an alias repeats the node it names, so nine aliases of nine
+// aliases... expand a small file to billions of nodes: walking them would hang the host).
+constexpr size_t kMaxNodes = 100'000;
+constexpr size_t kMaxDocumentBytes = 1 << 20;
+
+void check_document(const YAML::Node& root, const std::string& name) {
+  size_t nodes = 0;
+  std::function<void(const YAML::Node&)> walk = [&](const YAML::Node& node) {
+    if (++nodes > kMaxNodes)
+      throw ConfigError(format_mark(name, node.Mark()) + ": the document expands to more than " +
+                        std::to_string(kMaxNodes) +
+                        " YAML nodes (through aliases, '*name', that repeat what they name); "
+                        "a study needs far fewer");
+    if (node.IsMap()) {
+      std::map<std::string, YAML::Mark> seen;
+      for (const auto& entry : node) {
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+        auto [it, fresh] = seen.emplace(key, entry.first.Mark());
+        if (!fresh)
+          throw ConfigError(format_mark(name, entry.first.Mark()) + ": duplicate key '" + key +
+                            "' (first at line " + std::to_string(it->second.line + 1) + ")");
+        walk(entry.first);
+        walk(entry.second);
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& element : node) walk(element);
     }
-  } else if (node.IsSequence()) {
-    for (const auto& element : node) reject_duplicate_keys(element, name);
-  }
+  };
+  walk(root);
 }
 
 // Sets the value at a dotted path, creating mappings on the way; errors name `description`.
-void assign(YAML::Node root, const std::string& path, const YAML::Node& value,
+// The mappings on the path are copied first (their entries stay shared), so documents derived
+// from one parsed document (grid points) never change it or each other.
+void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
             const std::string& description, Source& source) {
   std::vector<std::string> parts;
   std::stringstream stream(path);
@@ -345,34 +397,43 @@ void assign(YAML::Node root, const std::string& path, const YAML::Node& value,
     parts.push_back(part);
   }
   if (parts.empty()) throw ConfigError(description + ": empty key");
-  // Walk with explicit node copies: yaml-cpp nodes are handles, so assigning into a child
-  // handle updates the tree.
-  std::vector<YAML::Node> chain{root};
+  auto copy_of = [&](const YAML::Node& map) {
+    YAML::Node copy = fresh_map(source);
+    for (const auto& entry : map) copy[entry.first] = entry.second;  // handles: shared
+    return copy;
+  };
+  // yaml-cpp nodes are handles: assigning a node into a mapping shares it, and `a = b` writes
+  // b's value into the node of a; reset() rebinds a handle.
+  root.reset(copy_of(root));
+  YAML::Node current = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    YAML::Node current = chain.back();
     YAML::Node next = current[parts[i]];
-    if (!next || next.IsNull()) {
-      current[parts[i]] = YAML::Node(YAML::NodeType::Map);
-      next = current[parts[i]];
-    } else if (!next.IsMap()) {
+    if (next && !next.IsNull() && !next.IsMap())
       throw ConfigError(description + ": '" + parts[i] + "' is not a mapping in the study");
-    }
-    chain.push_back(next);
+    YAML::Node fresh = next && next.IsMap() ? copy_of(next) : fresh_map(source);
+    current[parts[i]] = fresh;
+    current.reset(fresh);
   }
-  chain.back()[parts.back()] = value;
+  current[parts.back()] = value;
   source.overrides[path] = description;
 }
 
-void apply_override(YAML::Node root, const std::string& text, Source& source) {
+void apply_override(YAML::Node& root, const std::string& text, Source& source) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("--set " + text + ": expected key.path=value");
+  const std::string given = text.substr(eq + 1);
+  if (given.find_first_not_of(" \t") == std::string::npos)
+    throw ConfigError("--set " + text + ": no value after '=' (to use the default, leave the "
+                      "--set out)");
   YAML::Node value;
   try {
-    value = YAML::Load(text.substr(eq + 1));
+    value = YAML::Load(given);
   } catch (const YAML::Exception& e) {
     throw ConfigError("--set " + text + ": the value is not valid YAML: " + e.msg);
   }
+  if (value.IsNull()) throw ConfigError("--set " + text + ": the value is null");
+  check_document(value, "--set " + text);
   assign(root, text.substr(0, eq), value, "--set " + text, source);
 }
 
@@ -385,8 +446,7 @@ Options make(YAML::Node root, std::shared_ptr<Source> source) {
 }
 
 Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::string& name,
-             const std::vector<std::string>& overrides,
-             const std::vector<Assignment>& assignments = {}) {
+             const std::vector<std::string>& overrides) {
   YAML::Node root;
   try {
     const std::vector<YAML::Node> documents = parse();
@@ -398,28 +458,52 @@ Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::s
     throw ConfigError(name + ": cannot read the file");
   } catch (const YAML::ParserException& e) {
     throw ConfigError(format_mark(name, e.mark) + ": YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(name + ": cannot read the document: " + e.msg);
+  } catch (const std::ios_base::failure& e) {
+    throw ConfigError(name + ": cannot read the file: " + e.what());
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(format_mark(name, root.Mark()) + ": expected a mapping of keys at the top level");
-  reject_duplicate_keys(root, name);
+  check_document(root, name);
   auto source = std::make_shared<Source>();
   source->name = name;
+  source->arena.push_back(root);  // once: the arena takes in the document's memory
   for (const auto& text : overrides) apply_override(root, text, *source);
-  for (const auto& a : assignments) assign(root, a.path, YAML::Clone(a.value), a.description, *source);
   return make(root, source);
 }
 
 }  // namespace
 
-Options load_file(const std::string& path, const std::vector<std::string>& overrides,
-                  const std::vector<Assignment>& assignments) {
-  return load([&] { return YAML::LoadAllFromFile(path); }, path, overrides, assignments);
+Options load_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": a folder, not a study file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxDocumentBytes)
+    throw ConfigError(path + ": " + std::to_string(size) + " bytes; a study file holds at most " +
+                      std::to_string(kMaxDocumentBytes) + " bytes");
+  return load([&] { return YAML::LoadAllFromFile(path); }, path, overrides);
 }
 
 Options load_string(const std::string& text, const std::string& name,
-                    const std::vector<std::string>& overrides,
-                    const std::vector<Assignment>& assignments) {
-  return load([&] { return YAML::LoadAll(text); }, name, overrides, assignments);
+                    const std::vector<std::string>& overrides) {
+  if (text.size() > kMaxDocumentBytes)
+    throw ConfigError(name + ": " + std::to_string(text.size()) +
+                      " bytes; a study file holds at most " + std::to_string(kMaxDocumentBytes) +
+                      " bytes");
+  return load([&] { return YAML::LoadAll(text); }, name, overrides);
+}
+
+Options derive(const Options& base, const std::vector<Assignment>& assignments,
+               const std::vector<std::string>& without) {
+  auto source = std::make_shared<Source>(*base.impl()->source);
+  YAML::Node root = fresh_map(*source);
+  for (const auto& entry : base.impl()->node)
+    if (std::find(without.begin(), without.end(), entry.first.Scalar()) == without.end())
+      root[entry.first] = entry.second;
+  for (const auto& a : assignments) assign(root, a.path, a.value, a.description, *source);
+  return make(root, source);
 }
 
 std::string exact(double value) {
@@ -433,9 +517,31 @@ std::string exact(double value) {
   return buffer;
 }
 
+namespace {
+// Every mapping and list in flow style, whatever style it was written in.
+void emit_flow(YAML::Emitter& out, const YAML::Node& node) {
+  if (node.IsMap()) {
+    out << YAML::Flow << YAML::BeginMap;
+    for (const auto& entry : node) {
+      out << YAML::Key;
+      emit_flow(out, entry.first);
+      out << YAML::Value;
+      emit_flow(out, entry.second);
+    }
+    out << YAML::EndMap;
+  } else if (node.IsSequence()) {
+    out << YAML::Flow << YAML::BeginSeq;
+    for (const auto& element : node) emit_flow(out, element);
+    out << YAML::EndSeq;
+  } else {
+    out << node;
+  }
+}
+}  // namespace
+
 std::string flow(const YAML::Node& node) {
   YAML::Emitter out;
-  out << YAML::Flow << node;
+  emit_flow(out, node);
   return out.c_str();
 }
 
@@ -452,6 +558,10 @@ Options from_node(const YAML::Node& node, const std::string& name) {
 }
 
 YAML::Node raw(const Options& options) { return options.impl()->node; }
+
+std::string override_for(const Options& options, const std::string& full_path) {
+  return options.impl()->override_for(full_path);
+}
 
 YAML::Node resolved(const Options& options) {
   const auto& impl = *options.impl();

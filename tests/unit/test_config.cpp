@@ -2,6 +2,9 @@
 #define BOOST_TEST_MODULE config
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+#include <sstream>
+
 #include "config/study_config.hpp"
 #include "options_yaml.hpp"
 #include "study/study.hpp"
@@ -178,4 +181,121 @@ BOOST_AUTO_TEST_CASE(sharing_prepares_fixed_and_uniform_cells) {
   BOOST_TEST(cells[2].cell.L == 4);
   BOOST_TEST(cells[3].cell.distribution == "uniform");
   BOOST_TEST(cells[4].cell.L == 4);
+}
+
+// Issue-16 cases: each was silently accepted, or crashed or hung the host.
+BOOST_AUTO_TEST_CASE(an_alias_bomb_is_refused_within_a_second) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c)
+    bomb += std::string(1, c) + ": &" + c + " [*" + char(c - 1) + ", *" + char(c - 1) + ", *" +
+            char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) +
+            ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
+  const auto start = std::chrono::steady_clock::now();
+  std::string message = error_of(std::string(kStudy) + "unused:\n" + [&] {
+    std::string indented;
+    std::stringstream lines(bomb);
+    for (std::string line; std::getline(lines, line);) indented += "  " + line + "\n";
+    return indented;
+  }());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  BOOST_TEST(message.find("study.yaml:") == 0u, message);
+  BOOST_TEST(message.find("expands to more than 100000 YAML nodes") != std::string::npos, message);
+  BOOST_TEST(seconds < 1.0);
+  std::string in_set = error_of(kStudy, {"model.x=" + std::string("{") + [&] {
+                                  std::string flow;
+                                  std::stringstream lines(bomb);
+                                  for (std::string line; std::getline(lines, line);)
+                                    flow += (flow.empty() ? "" : ", ") + line;
+                                  return flow;
+                                }() + "}"});
+  BOOST_TEST(in_set.find("--set model.x=") == 0u, in_set);
+  BOOST_TEST(in_set.find("expands to more than") != std::string::npos, in_set);
+}
+
+BOOST_AUTO_TEST_CASE(a_key_without_a_value_is_an_error) {
+  std::string in_file = error_of(replace(kStudy, "hidden: 16", "hidden:"));
+  BOOST_TEST(in_file.find("study.yaml:8:1") == 0u, in_file);
+  BOOST_TEST(in_file.find("model.hidden: has no value") != std::string::npos, in_file);
+  std::string empty_set = error_of(kStudy, {"training.max_steps="});
+  BOOST_TEST(empty_set == "--set training.max_steps=: no value after '=' (to use the default, "
+                          "leave the --set out)");
+  std::string nested = error_of(kStudy, {"model={name: lstm, hidden: }"});
+  BOOST_TEST(nested.find("--set model={name: lstm, hidden: }: model.hidden: has no value") == 0u,
+             nested);
+  // An empty section is still an empty section.
+  BOOST_TEST(error_of(std::string(kStudy) + "run:\n") == "");
+}
+
+BOOST_AUTO_TEST_CASE(overrides_name_themselves_and_may_not_fight_the_grid) {
+  std::string text = replace(kStudy, "study: train", "study: nstar");
+  text = replace(text, "  N: 32\n", "");
+  const std::string grid = text + "grid:\n  model: [{name: lstm, hidden: 128}]\n";
+  std::string fight = error_of(grid, {"model.hidden=32"});
+  BOOST_TEST(fight.find("--set model.hidden=32: the grid varies model (study.yaml:15:11)") == 0u,
+             fight);
+  // Changing the grid itself is how to vary it.
+  StudyConfig study = read_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
+  BOOST_TEST(yaml::flow(yaml::raw(study.cells[0].model)) == "{name: lstm, hidden: 32}");
+  std::string bad_grid_value = error_of(text, {"grid.data.L=[4, 1]"});
+  BOOST_TEST(bad_grid_value.find("--set grid.data.L=[4, 1] (grid data.L): data.L: must be at least 2") == 0u,
+             bad_grid_value);
+  std::string unknown = error_of(kStudy, {"foo.bar=1"});
+  BOOST_TEST(unknown.find("--set foo.bar=1: unknown key 'foo'") == 0u, unknown);
+}
+
+BOOST_AUTO_TEST_CASE(a_grid_sets_each_key_once) {
+  std::string text = replace(kStudy, "study: train", "study: nstar");
+  text = replace(text, "  N: 32\n", "");
+  std::string twice = error_of(text + "grid: {data.L: [4, 5], data: {L: [6]}}\n");
+  BOOST_TEST(twice.find("grid.data.L: given twice (also at study.yaml:14:17)") != std::string::npos,
+             twice);
+  std::string overlap = error_of(text + "grid:\n  model: [{name: lstm}]\n  model.hidden: [8]\n");
+  BOOST_TEST(overlap.find("grid.model.hidden: overlaps grid.model (at study.yaml:15:11)") !=
+                 std::string::npos,
+             overlap);
+}
+
+BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
+  std::string text = replace(kStudy, "study: train", "study: nstar");
+  text = replace(text, "  N: 32\n", "");
+  std::string values;
+  for (int i = 0; i < 10000; ++i) values += (i ? ", " : "") + std::to_string(i + 2);
+  const auto start = std::chrono::steady_clock::now();
+  std::string huge = error_of(text + "grid: {task.m: [" + values + "]}\n");
+  BOOST_TEST(huge.find("grid: more than 5000 cells; split the study into several files") !=
+                 std::string::npos,
+             huge);
+  // 5,000 cells of a 5,000-value grid read in seconds: a cell shares the document, not copies it.
+  values.clear();
+  for (int i = 0; i < 5000; ++i) values += (i ? ", " : "") + std::to_string(i + 2);
+  StudyConfig big = read_study_text(text + "grid: {task.m: [" + values + "]}\n", "study.yaml");
+  BOOST_TEST(big.cells.size() == 5000u);
+  BOOST_TEST(yaml::flow(yaml::raw(big.cells[4999].task)) == "{name: modular, m: 5001}");
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 20);
+  std::string sharing = error_of(replace(replace(text, "study: nstar", "study: sharing"),
+                                         "  distribution: uniform\n  L: 6\n", "") +
+                                 "sharing: {lengths: [1e9]}\n");
+  BOOST_TEST(sharing.find("sharing.lengths: every L must be at most 100000") != std::string::npos,
+             sharing);
+  std::string lengthgen = error_of(replace(replace(kStudy, "study: train", "study: lengthgen"),
+                                           "L: 6", "L: 60000") +
+                                   "lengthgen: {multiples: [1, 2], report_multiple: 2}\n");
+  BOOST_TEST(lengthgen.find("lengthgen.multiples: evaluates sequences of length 120000 at L = "
+                            "60000; at most 100000") != std::string::npos,
+             lengthgen);
+  std::string batch = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, 2]\n  batch_size: 1e9"));
+  BOOST_TEST(batch.find("training.batch_size: must be at most 1000000") != std::string::npos, batch);
+  // A typo in a model's size is refused before anything is allocated.
+  std::string wide = error_of(replace(kStudy, "hidden: 16", "hidden: 1e9"));
+  BOOST_TEST(wide == "study.yaml:7:11: model.hidden: must be at most 65536", wide);
+}
+
+BOOST_AUTO_TEST_CASE(a_folder_is_not_a_study_file) {
+  try {
+    read_study(INDUCT_SOURCE_DIR, {});
+    BOOST_FAIL("no error");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()) == std::string(INDUCT_SOURCE_DIR) + ": a folder, not a study file");
+  }
 }

@@ -162,13 +162,10 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   const auto& o = ctx.options;
   Config c;
   c.vocab = ctx.vocab_size;
-  c.hidden = o.get<long>("hidden", c.hidden);
-  c.embed = o.get<long>("embed", c.hidden);
-  c.rank = o.get<long>("rank", 0);
+  c.hidden = induct::get_in_range(o, "hidden", c.hidden, 1, induct::kMaxModelDimension);
+  c.embed = induct::get_in_range(o, "embed", c.hidden, 1, induct::kMaxModelDimension);
+  c.rank = induct::get_in_range(o, "rank", 0, 0, induct::kMaxModelDimension);
   c.normalize = o.get<bool>("normalize", true);
-  if (c.hidden < 1) o.fail("hidden", "must be at least 1");
-  if (c.embed < 1) o.fail("embed", "must be at least 1");
-  if (c.rank < 0) o.fail("rank", "must be 0 (full 3-tensor) or a positive rank");
   return std::make_unique<DenseSsm>(c);
 }
 

@@ -32,8 +32,7 @@ class Lstm final : public induct::SequenceModel {
 };
 
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
-  const auto hidden = ctx.options.get<long>("hidden", 256);
-  if (hidden < 1) ctx.options.fail("hidden", "must be at least 1");
+  const auto hidden = induct::get_in_range(ctx.options, "hidden", 256, 1, induct::kMaxModelDimension);
   return std::make_unique<Lstm>(ctx.vocab_size, hidden);
 }
 

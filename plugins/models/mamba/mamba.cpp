@@ -119,20 +119,15 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   const auto& o = ctx.options;
   Config c;
   c.vocab = ctx.vocab_size;
-  c.layers = o.get<long>("layers", c.layers);
-  c.d_model = o.get<long>("d_model", c.d_model);
-  c.expand = o.get<long>("expand", c.expand);
-  c.d_state = o.get<long>("d_state", c.d_state);
-  c.d_conv = o.get<long>("d_conv", c.d_conv);
-  c.dt_rank = o.get<long>("dt_rank", c.dt_rank);
+  c.layers = induct::get_in_range(o, "layers", c.layers, 1, induct::kMaxModelDimension);
+  c.d_model = induct::get_in_range(o, "d_model", c.d_model, 1, induct::kMaxModelDimension);
+  c.expand = induct::get_in_range(o, "expand", c.expand, 1, induct::kMaxModelDimension);
+  c.d_state = induct::get_in_range(o, "d_state", c.d_state, 1, induct::kMaxModelDimension);
+  c.d_conv = induct::get_in_range(o, "d_conv", c.d_conv, 1, induct::kMaxModelDimension);
+  c.dt_rank = induct::get_in_range(o, "dt_rank", c.dt_rank, 1, induct::kMaxModelDimension);
   c.dt_min = o.get<double>("dt_min", c.dt_min);
   c.dt_max = o.get<double>("dt_max", c.dt_max);
   c.tie_embeddings = o.get<bool>("tie_embeddings", c.tie_embeddings);
-  const std::pair<const char*, int64_t> sizes[] = {{"layers", c.layers},   {"d_model", c.d_model},
-                                                   {"expand", c.expand},   {"d_state", c.d_state},
-                                                   {"d_conv", c.d_conv},   {"dt_rank", c.dt_rank}};
-  for (const auto& [key, value] : sizes)
-    if (value < 1) o.fail(key, "must be at least 1");
   if (!(c.dt_min > 0 && c.dt_min < c.dt_max)) o.fail("dt_min", "must satisfy 0 < dt_min < dt_max");
   return std::make_unique<Mamba>(c);
 }

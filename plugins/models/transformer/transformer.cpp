@@ -179,16 +179,13 @@ Config read_shape(const induct::ModelContext& ctx, Style style, double default_d
   c.style = style;
   c.vocab = ctx.vocab_size;
   c.max_length = ctx.max_length;
-  c.layers = o.get<long>("layers", c.layers);
-  c.d_model = o.get<long>("d_model", c.d_model);
-  c.heads = o.get<long>("heads", c.heads);
-  c.d_ff = o.get<long>("d_ff", c.d_ff);
+  c.layers = induct::get_in_range(o, "layers", c.layers, 1, induct::kMaxModelDimension);
+  c.d_model = induct::get_in_range(o, "d_model", c.d_model, 1, induct::kMaxModelDimension);
+  c.heads = induct::get_in_range(o, "heads", c.heads, 1, induct::kMaxModelDimension);
+  c.d_ff = induct::get_in_range(o, "d_ff", c.d_ff, 1, induct::kMaxModelDimension);
   c.dropout = o.get<double>("dropout", default_dropout);
-  if (c.layers < 1) o.fail("layers", "must be at least 1");
-  if (c.heads < 1) o.fail("heads", "must be at least 1");
-  if (c.d_model < 1 || c.d_model % c.heads != 0)
+  if (c.d_model % c.heads != 0)
     o.fail("d_model", "must be a positive multiple of heads (" + std::to_string(c.heads) + ")");
-  if (c.d_ff < 1) o.fail("d_ff", "must be at least 1");
   if (!(c.dropout >= 0 && c.dropout < 1)) o.fail("dropout", "must be in [0, 1)");
   return c;
 }

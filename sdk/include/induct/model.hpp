@@ -21,6 +21,11 @@ class INDUCT_SDK_API SequenceModel : public torch::nn::Module {
   virtual torch::Tensor forward(const torch::Tensor& tokens) = 0;
 };
 
+// The largest width, depth or state size the built-in models accept (get_in_range): far past
+// any study (the paper's largest is 1024), and small enough that a typo is an error, not an
+// allocation that takes the machine's memory.
+constexpr long kMaxModelDimension = 65'536;
+
 // What the host gives a model factory. The host seeds torch's default generator with
 // `seed` just before calling the factory, so initialisation drawn from it is reproducible.
 struct ModelContext {

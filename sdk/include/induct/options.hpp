@@ -78,4 +78,15 @@ class INDUCT_SDK_API Options {
   std::shared_ptr<Impl> impl_;
 };
 
+// An integer option within [minimum, maximum], `fallback` when absent; outside is a
+// ConfigError naming the key and its line ("must be at most 65536"). Plugins bound their sizes
+// with it so that a typo (hidden: 1e9) is refused before anything is allocated.
+inline long get_in_range(const Options& options, const std::string& key, long fallback,
+                         long minimum, long maximum) {
+  const long value = options.get<long>(key, fallback);
+  if (value < minimum) options.fail(key, "must be at least " + std::to_string(minimum));
+  if (value > maximum) options.fail(key, "must be at most " + std::to_string(maximum));
+  return value;
+}
+
 }  // namespace induct
