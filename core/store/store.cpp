@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <iostream>
 #include <stdexcept>
 
 #include "util/hash.hpp"
@@ -64,11 +65,38 @@ std::string dump(const YAML::Node& node) {
   return out.c_str();
 }
 
+// Waits for a store that another process holds locked. SQLite's busy handler waits up to
+// kBusyTimeoutMs inside each call; after that the call is made again (a single statement in
+// autocommit mode is safe to retry), forever: a trained result is never dropped because
+// someone else holds the file. Says what it waits for, with the path, once a minute.
+constexpr int kBusyTimeoutMs = 10'000;
+
+class BusyWait {
+ public:
+  explicit BusyWait(const std::filesystem::path& file) : file_(file) {}
+  ~BusyWait() {
+    if (waited_ > 0) std::cerr << "store " << file_.string() << ": no longer locked; continuing\n";
+  }
+  void once_more() {
+    waited_ += kBusyTimeoutMs / 1000;
+    if (waited_ == kBusyTimeoutMs / 1000 || waited_ % 60 == 0)
+      std::cerr << "store " << file_.string() << ": locked by another process for " << waited_
+                << " s; waiting for it (nothing is lost; Ctrl-C stops, and the same command "
+                   "resumes)\n";
+  }
+
+ private:
+  const std::filesystem::path& file_;
+  int waited_ = 0;
+};
+
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
-      throw std::runtime_error(std::string("store: ") + sqlite3_errmsg(db));
+  Statement(sqlite3* db, const char* sql, const std::filesystem::path& file) : db_(db), file_(file) {
+    BusyWait wait(file_);
+    int rc;
+    while ((rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr)) == SQLITE_BUSY) wait.once_more();
+    if (rc != SQLITE_OK) fail();
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement& text(int i, const std::string& v) {
@@ -84,10 +112,15 @@ class Statement {
     return *this;
   }
   bool step() {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    throw std::runtime_error(std::string("store: ") + sqlite3_errmsg(db_));
+    BusyWait wait(file_);
+    for (;;) {
+      int rc = sqlite3_step(stmt_);
+      if (rc == SQLITE_ROW) return started_ = true;
+      if (rc == SQLITE_DONE) return false;
+      if (rc != SQLITE_BUSY || started_) fail();  // a scan that has returned rows is not retried
+      sqlite3_reset(stmt_);  // keeps the bindings
+      wait.once_more();
+    }
   }
   std::string column_text(int i) const {
     auto* p = sqlite3_column_text(stmt_, i);
@@ -95,9 +128,28 @@ class Statement {
   }
 
  private:
+  [[noreturn]] void fail() const {
+    throw std::runtime_error("store " + file_.string() + ": " + sqlite3_errmsg(db_));
+  }
   sqlite3* db_;
+  const std::filesystem::path& file_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool started_ = false;
 };
+
+// A YAML column of a stored row, decoded by `decode`; a row that does not decode names the
+// file, the table, the row's key and the column.
+template <class Decode>
+auto decode_row(const std::filesystem::path& file, const char* table, const std::string& key,
+                const char* column, const std::string& text, Decode decode) {
+  try {
+    return decode(YAML::Load(text));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() + ": " + table + " row " + key + ": column " + column +
+                             " is not a readable record (" + e.what() +
+                             "); delete the row to run it again");
+  }
+}
 
 }  // namespace
 
@@ -107,18 +159,18 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
     sqlite3_close(db_);
     throw std::runtime_error(file.string() + ": cannot open the results store: " + message);
   }
-  sqlite3_busy_timeout(db_, 10000);
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   try {
     // WAL: a killed writer never corrupts the database; committed trials survive.
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     exec(kSchema);
-    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema_version'", file_);
     if (get.step()) {
       if (get.column_text(0) != std::to_string(kSchemaVersion))
         throw std::runtime_error("schema version " + get.column_text(0) + ", this induct writes " +
                                  std::to_string(kSchemaVersion));
     } else {
-      Statement set(db_, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)");
+      Statement set(db_, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", file_);
       set.text(1, std::to_string(kSchemaVersion)).step();
     }
   } catch (const std::exception& e) {
@@ -131,21 +183,26 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
 Store::~Store() { sqlite3_close(db_); }
 
 void Store::exec(const std::string& sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+  BusyWait wait(file_);
+  for (;;) {
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+    if (rc == SQLITE_OK) return;
     std::string message = error ? error : "unknown error";
     sqlite3_free(error);
-    throw std::runtime_error("store: " + message);
+    if (rc != SQLITE_BUSY) throw std::runtime_error("store: " + message);
+    wait.once_more();  // the statements here (schema, pragmas) are safe to run again
   }
 }
 
 std::optional<TrialResult> Store::find_finished(const std::string& key) const {
   Statement q(db_,
               "SELECT result FROM trials WHERE key = ? AND status IN "
-              "('succeeded', 'failed', 'diverged')");
+              "('succeeded', 'failed', 'diverged')",
+              file_);
   q.text(1, key);
   if (!q.step()) return std::nullopt;
-  return TrialResult::from_yaml(YAML::Load(q.column_text(0)));
+  return decode_row(file_, "trials", key, "result", q.column_text(0), TrialResult::from_yaml);
 }
 
 void Store::put(const std::string& study, const TrialSpec& spec, const TrialResult& result) {
@@ -153,7 +210,8 @@ void Store::put(const std::string& study, const TrialSpec& spec, const TrialResu
     INSERT OR REPLACE INTO trials (key, cell_key, study, task, model, format, distribution, L,
       n, lr, seed, status, steps, best_loss, val_loss, token_accuracy, final_accuracy, seconds,
       spec, result, created)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql");
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
+              file_);
   q.text(1, spec.key())
       .text(2, content_key(dump(spec.cell.to_yaml())))
       .text(3, study)
@@ -181,39 +239,49 @@ void Store::put(const std::string& study, const TrialSpec& spec, const TrialResu
 void Store::put_outcome(const StoredOutcome& o) {
   Statement q(db_,
               "INSERT OR REPLACE INTO outcomes (key, study, kind, label, value, created) "
-              "VALUES (?, ?, ?, ?, ?, ?)");
+              "VALUES (?, ?, ?, ?, ?, ?)",
+              file_);
   q.text(1, o.key).text(2, o.study).text(3, o.kind).text(4, o.label).text(5, dump(o.value)).text(6, now_utc());
   q.step();
 }
 
 namespace {
-StoredOutcome outcome_row(const Statement& q) {
-  return {q.column_text(0), q.column_text(1), q.column_text(2), q.column_text(3),
-          YAML::Load(q.column_text(4)), q.column_text(5)};
+StoredOutcome outcome_row(const Statement& q, const std::filesystem::path& file) {
+  StoredOutcome o{q.column_text(0), q.column_text(1), q.column_text(2), q.column_text(3), {},
+                  q.column_text(5)};
+  o.value = decode_row(file, "outcomes", o.key, "value", q.column_text(4),
+                       [](const YAML::Node& node) { return node; });
+  return o;
 }
 }  // namespace
 
 std::optional<StoredOutcome> Store::find_outcome(const std::string& key) const {
-  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes WHERE key = ?");
+  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes WHERE key = ?",
+              file_);
   q.text(1, key);
   if (!q.step()) return std::nullopt;
-  return outcome_row(q);
+  return outcome_row(q, file_);
 }
 
 std::vector<StoredOutcome> Store::outcomes() const {
-  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes ORDER BY rowid");
+  Statement q(db_, "SELECT key, study, kind, label, value, created FROM outcomes ORDER BY rowid",
+              file_);
   std::vector<StoredOutcome> rows;
-  while (q.step()) rows.push_back(outcome_row(q));
+  while (q.step()) rows.push_back(outcome_row(q, file_));
   return rows;
 }
 
 std::vector<StoredTrial> Store::all() const {
-  Statement q(db_, "SELECT key, study, spec, result, created FROM trials ORDER BY rowid");
+  Statement q(db_, "SELECT key, study, spec, result, created FROM trials ORDER BY rowid", file_);
   std::vector<StoredTrial> rows;
-  while (q.step())
-    rows.push_back({q.column_text(0), q.column_text(1),
-                    TrialSpec::from_yaml(YAML::Load(q.column_text(2))),
-                    TrialResult::from_yaml(YAML::Load(q.column_text(3))), q.column_text(4)});
+  while (q.step()) {
+    const std::string key = q.column_text(0);
+    rows.push_back({key, q.column_text(1),
+                    decode_row(file_, "trials", key, "spec", q.column_text(2), TrialSpec::from_yaml),
+                    decode_row(file_, "trials", key, "result", q.column_text(3),
+                               TrialResult::from_yaml),
+                    q.column_text(4)});
+  }
   return rows;
 }
 
