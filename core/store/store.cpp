@@ -190,7 +190,7 @@ void Store::exec(const std::string& sql) const {
     if (rc == SQLITE_OK) return;
     std::string message = error ? error : "unknown error";
     sqlite3_free(error);
-    if (rc != SQLITE_BUSY) throw std::runtime_error("store: " + message);
+    if (rc != SQLITE_BUSY) throw std::runtime_error("store " + file_.string() + ": " + message);
     wait.once_more();  // the statements here (schema, pragmas) are safe to run again
   }
 }

@@ -5,8 +5,13 @@
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sqlite3.h>
+
+#include <chrono>
+#include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "report/format.hpp"
 #include "study/search.hpp"
@@ -402,4 +407,75 @@ BOOST_AUTO_TEST_CASE(certification_reruns_the_deciding_failures_without_the_dete
   BOOST_TEST(learned.value["learned"].as<bool>());
   BOOST_TEST(learned.value["nstar"].as<uint64_t>() == 300u);
   BOOST_TEST(learned.value["certified"].as<bool>());
+}
+
+// Another process holding the store longer than SQLite's own busy wait (10 s) delays a
+// write; it never fails it, so a trained result is never dropped.
+BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
+  const std::string dir = test::temp_dir("locked_store");
+  const std::string file = dir + "/results.sqlite";
+  Store store(file);
+  sqlite3* other = nullptr;
+  BOOST_REQUIRE(sqlite3_open(file.c_str(), &other) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(12));
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  StoredOutcome outcome;
+  outcome.key = "k1";
+  outcome.study = "s";
+  outcome.kind = "nstar";
+  outcome.label = "cell";
+  outcome.value["nstar"] = 42;
+  const auto start = std::chrono::steady_clock::now();
+  std::ostringstream said;
+  auto* old = std::cerr.rdbuf(said.rdbuf());
+  try {
+    store.put_outcome(outcome);
+  } catch (...) {
+    std::cerr.rdbuf(old);
+    holder.join();
+    sqlite3_close(other);
+    throw;
+  }
+  std::cerr.rdbuf(old);
+  holder.join();
+  sqlite3_close(other);
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 11);
+  auto found = store.find_outcome("k1");
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(found->value["nstar"].as<int>() == 42);
+  BOOST_TEST(said.str().find("store " + file + ": locked by another process for 10 s") == 0u, said.str());
+  BOOST_TEST(said.str().find("no longer locked") != std::string::npos, said.str());
+}
+
+// A row another program damaged is named (file, table, key, column), not a crash.
+BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
+  const std::string dir = test::temp_dir("corrupt_row");
+  const std::string file = dir + "/results.sqlite";
+  {
+    Store store(file);
+    StoredOutcome outcome;
+    outcome.key = "k1";
+    outcome.study = "s";
+    outcome.kind = "nstar";
+    outcome.label = "cell";
+    outcome.value["nstar"] = 42;
+    store.put_outcome(outcome);
+  }
+  sqlite3* other = nullptr;
+  BOOST_REQUIRE(sqlite3_open(file.c_str(), &other) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(other, "UPDATE outcomes SET value = '{nstar: [' WHERE key = 'k1'",
+                             nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(other);
+  Store store(file);
+  try {
+    store.find_outcome("k1");
+    BOOST_FAIL("no error");
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    BOOST_TEST(message.find(file + ": outcomes row k1: column value is not a readable record") == 0u,
+               message);
+  }
 }
