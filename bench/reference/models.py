@@ -1,6 +1,6 @@
 """Plain PyTorch reference implementations of induct's in-tree models.
 
-Written from the papers and SPEC.md section 8, independently of the C++ plugins, with the same
+Written from the papers and docs/method.md section 8, independently of the C++ plugins, with the same
 parameter names so that weights saved by C++ load here with strict=True. Used to check the
 C++ logits (check_logits.py) and as the Python side of the benchmarks. Run with Debian's
 /usr/bin/python3 (python3-torch 1.13).

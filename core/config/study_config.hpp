@@ -11,7 +11,7 @@
 
 namespace induct {
 
-// How every configuration of the hyper-parameter grid is trained (SPEC.md section 4).
+// How every configuration of the hyper-parameter grid is trained (docs/method.md section 4).
 // Part of a trial's identity in the store: changing any of these is a new trial.
 struct TrainSettings {
   int64_t batch_size = 64;
@@ -19,7 +19,7 @@ struct TrainSettings {
   int64_t eval_every = 100;
   int64_t eval_batch_size = 500;
   double epsilon = 1e-4;
-  bool curriculum = true;  // Short-to-Long batches in ascending length (SPEC project decision)
+  bool curriculum = true;  // Short-to-Long batches in ascending length (docs/method.md section 2, a project decision)
   // Failure detector (project extension, off by default and in paper-faithful configs; the
   // rules and their validation: docs/performance.md, "Failure detector"). 0: off. A
   // configuration is stopped as failed, with the rule that stopped it recorded, when
@@ -53,7 +53,7 @@ struct RunSettings {
   std::vector<std::string> plugin_path;
 };
 
-// Length generalization (SPEC.md section 7): after training, final-state accuracy on
+// Length generalization (docs/method.md section 7): after training, final-state accuracy on
 // sequences of round(multiple x L) actions.
 struct LengthGenSettings {
   std::vector<double> multiples{1, 1.5, 2, 3, 4};  // 1: the trained maximum itself

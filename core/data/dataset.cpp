@@ -45,7 +45,7 @@ class Uniform final : public LengthDistribution {
     for (uint64_t i = 0; i < count; ++i) {
       int n = support[rng.below(support.size())];
       if (streams.at(n).remaining() == 0) {
-        // SPEC project decision: draw again among the lengths that still have sequences.
+        // Project decision (docs/method.md section 2): draw again among the lengths that still have sequences.
         std::vector<int> open;
         for (int m : support)
           if (streams.at(m).remaining() > 0) open.push_back(m);

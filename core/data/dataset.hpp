@@ -1,4 +1,4 @@
-// Training and validation sets of a cell (SPEC.md section 2).
+// Training and validation sets of a cell (docs/method.md section 2).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ namespace induct {
 // a lazy Fisher-Yates shuffle there, and rejection of repeats beyond 64 bits).
 constexpr int kDataVersion = 2;
 
-// SPEC defaults; each is a config value (data.validation.*, data.n_cap).
+// The defaults of docs/method.md section 2; each is a config value (data.validation.*, data.n_cap).
 struct ValidationPolicy {
   uint64_t max_size = 2000;
   double fraction = 0.2;  // of all available sequences, and of those of any single length

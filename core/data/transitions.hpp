@@ -22,7 +22,7 @@ class Transitions {
   int64_t step(int64_t state, int64_t action) const {
     return table_.empty() ? task_->step(state, action) : table_[state * actions_ + action];
   }
-  // states[k] = s_{k+1}: the state after actions[0..k] (SPEC.md section 1).
+  // states[k] = s_{k+1}: the state after actions[0..k] (docs/method.md section 1).
   void prefix_states(const int32_t* actions, int n, int32_t* states) const;
   const Task& task() const { return *task_; }
 

@@ -1,5 +1,5 @@
 // Supervision formats: how (actions, states) become model tokens and targets
-// (SPEC.md section 3).
+// (docs/method.md section 3).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The `lengthgen` study (SPEC.md section 7): train at N (N_max by default) until a
+// The `lengthgen` study (docs/method.md section 7): train at N (N_max by default) until a
 // configuration succeeds, then read its accuracy on longer sequences.
 #include <cmath>
 #include <ostream>

@@ -1,4 +1,4 @@
-// The `nstar` study (SPEC.md section 5) and the `sharing` study built on it (section 6).
+// The `nstar` study (docs/method.md section 5) and the `sharing` study built on it (section 6).
 #include <ostream>
 
 #include "options_yaml.hpp"

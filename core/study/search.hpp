@@ -1,4 +1,4 @@
-// The N* search of SPEC.md section 5, as a pure function of "does N succeed?".
+// The N* search of docs/method.md section 5, as a pure function of "does N succeed?".
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The N* searches of a study, side by side on the workers (SPEC.md section 5).
+// The N* searches of a study, side by side on the workers (docs/method.md section 5).
 //
 // Each cell's search is a state machine (NstarSearch); each tested size is a step that runs
 // the configurations of the grid until one succeeds (or all end). The workers are shared by

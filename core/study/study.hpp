@@ -1,4 +1,4 @@
-// Studies: what `induct run` does with a study file (SPEC.md sections 4-7).
+// Studies: what `induct run` does with a study file (docs/method.md sections 4-7).
 #pragma once
 
 #include <filesystem>
@@ -100,7 +100,7 @@ std::string describe(const SearchRecord& record);
 // Everything that decides a cell's N*: the cell, the grid, training and search settings.
 std::string nstar_key(const StudyConfig& config, const PreparedCell& cell);
 
-// The N* searches of every cell (SPEC.md section 5), side by side on the runner's workers,
+// The N* searches of every cell (docs/method.md section 5), side by side on the runner's workers,
 // reusing stored trials and stored searches; each finished search is stored and logged.
 // Returns the records in cell order.
 std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells);

@@ -1,4 +1,4 @@
-// Length generalization (SPEC.md section 7): accuracy on fresh sequences longer than any
+// Length generalization (docs/method.md section 7): accuracy on fresh sequences longer than any
 // trained one.
 #pragma once
 

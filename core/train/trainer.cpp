@@ -160,7 +160,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   if (settings.stall_window > 0) result.chance_loss = chance_loss(eval_set);
 
   model.train();
-  // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (SPEC section 4), over one flat buffer.
+  // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (docs/method.md section 4), over one flat buffer.
   FlatAdam optimizer(model.parameters(), lr, 0.9, 0.999, 1e-8);
   Rng rng(derive_seed(seed, {kDataOrder}));
   const size_t n = data.train.size();

@@ -1,4 +1,4 @@
-// The training loop and evaluation (SPEC.md section 4). The optimizer and the loop are the
+// The training loop and evaluation (docs/method.md section 4). The optimizer and the loop are the
 // core's, never a plugin's.
 #pragma once
 

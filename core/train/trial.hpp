@@ -39,7 +39,7 @@ struct TrialSpec {
   std::string device = "cpu";
   std::vector<std::string> plugin_path;
   std::string plugin_versions;  // "task:modular=1.0.0 model:lstm=1.0.0": part of the key
-  // Length generalization (SPEC section 7): after training, evaluate on eval_samples fresh
+  // Length generalization (docs/method.md section 7): after training, evaluate on eval_samples fresh
   // sequences of each of these lengths (empty: no such evaluation).
   std::vector<int> eval_lengths;
   uint64_t eval_samples = 0;

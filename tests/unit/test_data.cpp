@@ -1,4 +1,4 @@
-// Data sets (SPEC.md section 2): counts, distinctness, disjointness, caps, determinism,
+// Data sets (docs/method.md section 2): counts, distinctness, disjointness, caps, determinism,
 // fill order, N_max.
 #define BOOST_TEST_MODULE data
 #include <boost/test/unit_test.hpp>

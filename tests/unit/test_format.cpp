@@ -1,4 +1,4 @@
-// Supervision formats (SPEC.md section 3) on the spec's Z_5 example, and the tasks' prefix
+// Supervision formats (docs/method.md section 3) on the Z_5 example of docs/method.md, and the tasks' prefix
 // states through the real `modular` plugin.
 #define BOOST_TEST_MODULE format
 #include <boost/test/unit_test.hpp>

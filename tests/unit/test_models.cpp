@@ -84,7 +84,7 @@ BOOST_DATA_TEST_CASE(every_parameter_receives_a_gradient, bdata::make(kModels), 
   }
 }
 
-// Closed-form counts at the paper's sizes (SPEC.md section 8) for V = 12 (Z_5) and 20 positions.
+// Closed-form counts at the paper's sizes (docs/method.md section 8) for V = 12 (Z_5) and 20 positions.
 BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   const int64_t V = 12, P = 20, d = 256, ff = 1024, layers = 6;
   // GPT-2: token and position embeddings, per layer 2 LayerNorms, qkv and out with biases, MLP

@@ -34,7 +34,7 @@ struct Setup {
 };
 BOOST_TEST_GLOBAL_FIXTURE(Setup);
 
-// The paper's sizes (SPEC.md section 8).
+// The paper's sizes (docs/method.md section 8).
 const std::vector<std::string> kModels = {
     "{name: lstm, hidden: 256}",
     "{name: gpt2}",

@@ -1,4 +1,4 @@
-// Dense-SSM, the bilinear RNN of SPEC.md section 8:
+// Dense-SSM, the bilinear RNN of docs/method.md section 8:
 //   h_t = A(x_t) h_{t-1},  A(x)_{ij} = sum_k W_{ijk} x_k   (no additive term)
 // with x_t the embedding of token t, a learned non-zero h_0, L2 normalisation of h_t after each
 // step (project decision, switchable) and a linear head on every h_t. Optionally low rank (CP):

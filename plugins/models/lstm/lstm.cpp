@@ -1,4 +1,4 @@
-// One-layer LSTM with embedding = hidden and a linear head on every step (SPEC.md section 8).
+// One-layer LSTM with embedding = hidden and a linear head on every step (docs/method.md section 8).
 #include <induct/model.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/lstm.hpp>

@@ -1,4 +1,4 @@
-// Decoder-only transformers of the paper (SPEC.md section 8), one block class in three styles:
+// Decoder-only transformers of the paper (docs/method.md section 8), one block class in three styles:
 //   gpt2:   learned absolute positions, pre-LayerNorm, GELU (tanh), biases, tied embedding and
 //           head, dropout 0.1 in training.
 //   llama:  RMSNorm, rotary on the whole head, SwiGLU, no biases, no dropout, untied head.
@@ -197,7 +197,7 @@ std::unique_ptr<induct::SequenceModel> make_gpt2(const induct::ModelContext& ctx
   s.scaled_residual_init = true;
   s.activation = Activation::kGeluTanh;
   Config c = read_shape(ctx, s, 0.1);
-  // Positions past the longest trained sequence exist but stay untrained (SPEC section 8).
+  // Positions past the longest trained sequence exist but stay untrained (docs/method.md section 8).
   c.positions = ctx.options.get<long>("positions", ctx.max_length);
   if (c.positions < ctx.max_length)
     ctx.options.fail("positions", "must cover the longest sequence of the study (" +

@@ -3,7 +3,7 @@
 // A task plugin only says what the machine is. The core derives everything else from it
 // (prefix states, the transition table, enumeration and sampling of sequences, counts), so
 // a task stays a few dozen lines. Actions and states are numbered 0..count-1; the core maps
-// them to tokens (actions first, then states, then specials; SPEC.md section 3).
+// them to tokens (actions first, then states, then specials; docs/method.md section 3).
 #pragma once
 
 #include <cstdint>
