@@ -7,6 +7,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include "options_yaml.hpp"
 #include "report/format.hpp"
@@ -140,6 +141,7 @@ struct Figure {
     std::string title;
     std::vector<std::pair<double, double>> points;
     bool y2 = false;
+    std::string style = "linespoints";  // gnuplot's "with ..." of the series
   };
   std::vector<Series> series;
 };
@@ -156,12 +158,13 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   std::string plot;
   for (size_t i = 0; i < f.series.size(); ++i)
     plot += std::string(i ? ", " : "") + quote(f.stem + ".dat") + " index " + std::to_string(i) +
-            " with linespoints title " + quote(f.series[i].title) +
+            " with " + f.series[i].style + " title " + quote(f.series[i].title) +
             (f.series[i].y2 ? " axes x1y2 dashtype 2" : "");
   std::string script = "# " + f.title + " (induct report)\n";
   script += "set title " + quote(f.title) + " noenhanced\n";
   script += "set xlabel " + quote(f.xlabel) + "\nset ylabel " + quote(f.ylabel) + "\n";
-  if (f.logy) script += "set logscale y\nset format y '10^{%T}'\n";
+  // A label at every decade, from 10^0.
+  if (f.logy) script += "set logscale y\nset ytics 10\nset mytics 10\nset format y '10^{%T}'\n";
   if (!f.y2label.empty()) script += "set y2label " + quote(f.y2label) + "\nset y2tics\nset ytics nomirror\n";
   script += "set key top left noenhanced\nset grid\n" + f.extra;
   for (const char* terminal : {"pngcairo size 960,600", "svg size 960,600"}) {
@@ -179,6 +182,19 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
 }
 
 }  // namespace
+
+std::vector<std::string> trial_columns() {
+  return {"N", "lr", "seed", "status", "steps", "best val loss", "final-state acc", "token acc",
+          "seconds"};
+}
+
+std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
+  const bool measured = r.status != TrialStatus::kError && r.status != TrialStatus::kCancelled;
+  return {std::to_string(t.n), format_number(t.lr, 3), std::to_string(t.seed), to_string(r.status),
+          std::to_string(r.steps), measured ? format_number(r.best_loss, 4) : "-",
+          measured ? format_number(r.last.final_accuracy, 4) : "-",
+          measured ? format_number(r.last.token_accuracy, 4) : "-", format_number(r.seconds, 3)};
+}
 
 bool nstar_certified(const YAML::Node& outcome) {
   if (outcome["certified"]) return outcome["certified"].as<bool>();
@@ -211,7 +227,13 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
 
   // N* (Table 1) and N* against L (Figures 2-5).
   Grid nstar;
-  std::map<std::pair<std::string, std::string>, std::map<std::string, Figure::Series>> nstar_lines;
+  // One figure per (task, format, distribution), every model on it: N* where learned, a
+  // marker at N_max where not, and the ceiling (the sequences available, N_max) as a line.
+  struct NstarPlot {
+    std::map<RowKey, Figure::Series> learned, not_learned;
+    std::map<int, double> ceiling;  // L -> N_max
+  };
+  std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
   for (const auto& [key, o] : latest) {
     if (o->kind != "nstar") continue;
     const YAML::Node cell = o->value["cell"];
@@ -222,11 +244,19 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     const auto n = o->value["nstar"].as<uint64_t>();
     nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
         format_nstar(learned, n, nstar_certified(o->value));
-    if (learned) {
-      auto& s = nstar_lines[{row.model, row.format}][row.task + " " + distribution];
-      s.title = row.task + " " + distribution;
-      s.points.push_back({static_cast<double>(L), static_cast<double>(n)});
-    }
+    NstarPlot& plot = nstar_plots[{row.task_rank, row.format_rank,
+                                   rank_of(kDistributionOrder, distribution), row.task, row.format,
+                                   distribution}];
+    const auto n_max = o->value["n_max"].as<double>(0);
+    if (n_max > 0) plot.ceiling[L] = std::max(plot.ceiling[L], n_max);
+    RowKey by_model = row;  // one line per model: the task and format are the figure's
+    by_model.format_rank = by_model.task_rank = 0;
+    by_model.format = by_model.task = "";
+    auto& line = (learned ? plot.learned : plot.not_learned)[by_model];
+    line.title = learned ? row.model : row.model + ": not learned (drawn at N_max)";
+    if (!learned) line.style = "points pointtype 6 pointsize 2.5";
+    if (learned || n_max > 0)
+      line.points.push_back({static_cast<double>(L), learned ? static_cast<double>(n) : n_max});
   }
   if (!nstar.cells.empty())
     write_table(dir, "nstar_table", "N*: minimal training-set size (Table 1 layout)",
@@ -254,14 +284,20 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
                 "Every search in the store, in the order it ran. \"first success cancels\" false "
                 "is the paper's procedure (every configuration to its own stop).",
                 cost, index);
-  for (auto& [which, lines] : nstar_lines) {
-    Figure f{"nstar_" + safe(which.first) + "_" + which.second,
-             "N* against L: " + which.first + ", " + which.second, "L (maximum length)", "N*", "", true,
-             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
-    for (auto& [title, s] : lines) {
-      std::sort(s.points.begin(), s.points.end());
-      f.series.push_back(s);
-    }
+  for (auto& [which, plot] : nstar_plots) {
+    const auto& [task_rank, format_rank, distribution_rank, task, format, distribution] = which;
+    Figure f{"nstar_" + safe(task) + "_" + format + "_" + distribution,
+             "N* against L: " + task + ", " + format + ", " + distribution, "L (maximum length)",
+             "N* (training sequences)", "", true,
+             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\nset yrange [1:*]\n", {}};
+    for (auto* lines : {&plot.learned, &plot.not_learned})
+      for (auto& [model, s] : *lines) {
+        std::sort(s.points.begin(), s.points.end());
+        if (!s.points.empty()) f.series.push_back(s);
+      }
+    Figure::Series ceiling{"sequences available (N_max)", {}, false, "lines dashtype 3 lc 'gray40'"};
+    for (const auto& [L, n_max] : plot.ceiling) ceiling.points.push_back({double(L), n_max});
+    if (!ceiling.points.empty()) f.series.push_back(ceiling);
     figures.push_back(f);
   }
 
@@ -339,11 +375,27 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
   }
   for (auto& [which, f] : lengthgen_figures) figures.push_back(f);
 
-  size_t drawn = 0;
+  // Every training, in the order stored (a train study's whole result).
+  Table trials;
+  trials.header = trial_columns();
+  trials.header.insert(trials.header.begin(), {"study", "cell"});
+  for (const auto& stored : store.all()) {
+    auto row = trial_row(stored.spec, stored.result);
+    row.insert(row.begin(), {stored.study, cell_label(stored.spec.cell)});
+    trials.rows.push_back(row);
+  }
+  if (!trials.rows.empty())
+    write_table(dir, "trials", "Every training in the store",
+                "One row per configuration (cell, N, learning rate, seed) trained, in the order "
+                "stored; cancelled: stopped because another configuration of its step succeeded.",
+                trials, index);
+
+  std::vector<fs::path> drawn_paths;
   if (!figures.empty()) {
     if (have_gnuplot) {
       index.push_back("\n## Figures\n");
-      for (const auto& f : figures) drawn += render(f, dir / "figures", index);
+      for (const auto& f : figures)
+        if (render(f, dir / "figures", index)) drawn_paths.push_back(dir / "figures" / (f.stem + ".png"));
     } else if (log) {
       *log << "note: gnuplot is not installed; figures skipped (apt-get install gnuplot-nox)\n";
     }
@@ -356,9 +408,15 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
                               for (const auto& line : index) s += line + "\n";
                               return s;
                             }());
-  if (log)
+  if (log) {
     *log << "report: " << (dir / "report.md").string() << " (" << figures.size() << " figure(s)"
-         << (have_gnuplot ? ", " + std::to_string(drawn) + " drawn" : "") << ")\n";
+         << (have_gnuplot ? ", " + std::to_string(drawn_paths.size()) + " drawn" : "") << ")\n";
+    constexpr size_t kNamed = 4;  // the rest are listed in report.md
+    for (size_t i = 0; i < drawn_paths.size() && i < kNamed; ++i)
+      *log << "  figure: " << drawn_paths[i].string() << "\n";
+    if (drawn_paths.size() > kNamed)
+      *log << "  and " << drawn_paths.size() - kNamed << " more figure(s) in report.md\n";
+  }
 }
 
 }  // namespace induct

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iosfwd>
 
+#include "report/table.hpp"
 #include "store/store.hpp"
 
 namespace induct {
@@ -18,11 +19,17 @@ namespace induct {
 //   figures/*.{png,svg}       N* against L (log scale) per model and format (Figures 2-5);
 //                             sum of N*_n and N*_joint against L with kappa (Figures 6-7);
 //                             accuracy against length; each with its .dat and .gp files
+//   trials.{md,csv}           every training in the store, one row per configuration
 //   report.md                 an index of all of the above
 // Only what the store holds is written; figures need gnuplot (skipped with a note if absent).
 // Whether a stored N* outcome's deciding failure is proven (its `certified`); outcomes stored
 // before certification existed are proven only when they ran without a failure detector.
 bool nstar_certified(const YAML::Node& outcome);
+
+// The columns of one training (N, lr, seed, status, steps, losses, accuracies, seconds): the
+// train study's table and the report's trials table.
+std::vector<std::string> trial_columns();
+std::vector<std::string> trial_row(const TrialSpec& spec, const TrialResult& result);
 
 void write_reports(const Store& store, const std::filesystem::path& dir, std::ostream* log);
 

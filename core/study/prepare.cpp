@@ -68,8 +68,7 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
                              " sdk=" INDUCT_SDK_VERSION_STRING " task:" + spec.task_name + "=" +
                              task_info->plugin_version + " model:" + spec.model_name + "=" +
                              model_info->plugin_version;
-  prepared.label = component_label(cell.task) + " " + component_label(cell.model) + " " +
-                   cell.format + " " + cell.distribution + " L=" + std::to_string(cell.L);
+  prepared.label = cell_label(cell);
   return prepared;
 }
 

@@ -2,6 +2,7 @@
 // configuration to its own stop. Prints and writes the per-run table.
 #include <ostream>
 
+#include "report/reports.hpp"
 #include "report/table.hpp"
 #include "study/study.hpp"
 
@@ -10,9 +11,8 @@ namespace induct {
 int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
   const StudyConfig& config = run.config;
   Table table;
-  table.header = {"cell", "N", "lr", "seed", "status", "steps", "best val loss",
-                  "final-state acc", "token acc", "seconds"};
-  if (cells.size() == 1) table.header.erase(table.header.begin());
+  table.header = trial_columns();
+  if (cells.size() > 1) table.header.insert(table.header.begin(), "cell");
   size_t errors = 0, successes = 0, total = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
@@ -29,13 +29,7 @@ int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
       const TrialResult& r = step.results[i];
       ++total;
       successes += r.succeeded();
-      const bool measured = r.status != TrialStatus::kError && r.status != TrialStatus::kCancelled;
-      std::vector<std::string> row{std::to_string(n), format_number(t.lr, 3), std::to_string(t.seed),
-                                   to_string(r.status), std::to_string(r.steps),
-                                   measured ? format_number(r.best_loss, 4) : "-",
-                                   measured ? format_number(r.last.final_accuracy, 4) : "-",
-                                   measured ? format_number(r.last.token_accuracy, 4) : "-",
-                                   format_number(r.seconds, 3)};
+      std::vector<std::string> row = trial_row(t, r);
       if (cells.size() > 1) row.insert(row.begin(), cell.label);
       table.rows.push_back(row);
     }
@@ -48,6 +42,7 @@ int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
                         "# " + config.name + ": per-run results\n\n" + table.markdown() + "\n" +
                             summary + "\n");
   write_file_atomically((run.out_dir / "train.csv").string(), table.csv());
+  write_reports(run.store, run.out_dir, &run.out);
   if (errors > 0)
     run.out << errors << " configuration(s) stopped with an error (see above); rerun to retry them\n";
   return errors > 0 ? 1 : 0;

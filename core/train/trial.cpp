@@ -52,6 +52,11 @@ Cell Cell::from_yaml(const YAML::Node& node) {
   return cell;
 }
 
+std::string cell_label(const Cell& cell) {
+  return component_label(cell.task) + " " + component_label(cell.model) + " " + cell.format + " " +
+         cell.distribution + " L=" + std::to_string(cell.L);
+}
+
 std::string component_label(const YAML::Node& section, const std::set<std::string>* only) {
   std::string label = section["name"].as<std::string>(), options;
   for (const auto& entry : section) {

@@ -105,6 +105,9 @@ struct TrialResult {
 // just the options named there ("lstm(hidden=768)").
 std::string component_label(const YAML::Node& section, const std::set<std::string>* only = nullptr);
 
+// "modular(m=5) lstm(hidden=256) acot uniform L=10": a cell in tables and progress lines.
+std::string cell_label(const Cell& cell);
+
 // "none", or the failure detector's settings: "window 200, improvement 0.1, projection 2, ...".
 std::string describe_detector(const TrainSettings& settings);
 

@@ -2,6 +2,8 @@
 #define BOOST_TEST_MODULE cli
 #include <boost/test/unit_test.hpp>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -92,6 +94,15 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(second.exit_code == 0, second.output);
   BOOST_TEST(second.output.find("N=40: 4 stored, 0 trained") != std::string::npos, second.output);
   BOOST_TEST(read(dir + "/train.csv") == csv);  // same table, nothing retrained
+  // A train study has a report too, and `induct report` redraws it from the store.
+  BOOST_TEST(read(dir + "/report.md").find("[Every training in the store](trials.md)") != std::string::npos);
+  std::filesystem::remove(dir + "/trials.csv");
+  CommandResult report = run_command(kInduct + " report " + dir);
+  BOOST_TEST(report.exit_code == 0, report.output);
+  BOOST_TEST(report.output.find("report: " + dir + "/report.md") == 0u, report.output);
+  std::string trials = read(dir + "/trials.csv");
+  BOOST_TEST(std::count(trials.begin(), trials.end(), '\n') == 5, trials);
+  BOOST_TEST(trials.find("study,cell,N,lr,seed,status") == 0u, trials);
 }
 
 // A study killed mid-way (SIGKILL, no chance to clean up) and run again completes with the

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -478,4 +479,35 @@ BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
     BOOST_TEST(message.find(file + ": outcomes row k1: column value is not a readable record") == 0u,
                message);
   }
+}
+
+// The N* figure compares: every model of a (task, format, distribution) on one plot, a
+// model that learned nothing drawn at N_max with its own legend entry, and the ceiling.
+BOOST_AUTO_TEST_CASE(the_nstar_figure_puts_every_model_on_one_plot) {
+  if (test::run_command("command -v gnuplot").exit_code != 0) return;  // figures need gnuplot
+  Run run(R"(study: nstar
+task: {name: modular, m: 2}
+data: {format: acot, distribution: fixed}
+grid:
+  model: [{name: lstm, hidden: 8}, {name: gpt2, layers: 1, d_model: 8, heads: 2, d_ff: 8}]
+  data.L: [3, 4]
+training: {learning_rates: [1e-3], seeds: [10, 20]}
+)",
+          "nstar_figure");
+  FakeRunner runner([](const Cell& cell) {
+    return cell.model_name() == "gpt2" ? std::numeric_limits<uint64_t>::max() : 2;
+  });
+  BOOST_TEST(run.go(runner) == 0);
+  std::ifstream in(run.dir + "/figures/nstar_modular_m_2__acot_fixed.dat");
+  std::stringstream data;
+  data << in.rdbuf();
+  // N_max = 2^L minus the validation set (20%, at most 20% per length): 7 and 13.
+  BOOST_TEST(data.str() == "# lstm\n3 2\n4 2\n\n\n"
+                           "# gpt2: not learned (drawn at N_max)\n3 7\n4 13\n\n\n"
+                           "# sequences available (N_max)\n3 7\n4 13\n\n\n",
+             data.str());
+  std::ifstream script(run.dir + "/figures/nstar_modular_m_2__acot_fixed.gp");
+  std::stringstream gp;
+  gp << script.rdbuf();
+  BOOST_TEST(gp.str().find("set ytics 10") != std::string::npos);  // a label at every decade
 }
