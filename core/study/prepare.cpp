@@ -152,6 +152,7 @@ std::string describe_cell(const PreparedCell& p) {
       << (p.plan.available == kUnbounded ? std::string(">= 2^64")
                                          : std::to_string(p.plan.available))
       << " sequences, validation " << p.plan.validation_size << ", N_max " << p.plan.n_max;
+  if (p.n > 0) out << "; trains at N = " << p.n;  // train and lengthgen: cells may differ in N alone
   return out.str();
 }
 

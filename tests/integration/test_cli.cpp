@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(validate_prints_the_cell) {
   CommandResult r = run_command(kInduct + " validate " + kTiny);
   BOOST_TEST(r.exit_code == 0, r.output);
   // Lengths 2..5: 60 sequences, validation 0+1+3+6 = 10, N_max = 50.
-  BOOST_TEST(r.output.find("60 sequences, validation 10, N_max 50") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("60 sequences, validation 10, N_max 50; trains at N = 40") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("at most 4 trainings of at most 60 steps") != std::string::npos, r.output);
 }
 
