@@ -407,6 +407,15 @@ void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
   root.reset(copy_of(root));
   YAML::Node current = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    // A mapping may spell the rest of the path as one dotted key (a grid's "data.L"): the
+    // override replaces that key rather than adding a second spelling of it.
+    std::string rest = parts[i];
+    for (size_t j = i + 1; j < parts.size(); ++j) rest += "." + parts[j];
+    if (const YAML::Node view = current; view.IsMap() && view[rest]) {  // const: looks, adds nothing
+      current[rest] = value;
+      source.overrides[path] = description;
+      return;
+    }
     YAML::Node next = current[parts[i]];
     if (next && !next.IsNull() && !next.IsMap())
       throw ConfigError(description + ": '" + parts[i] + "' is not a mapping in the study");

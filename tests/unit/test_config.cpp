@@ -237,6 +237,10 @@ BOOST_AUTO_TEST_CASE(overrides_name_themselves_and_may_not_fight_the_grid) {
   // Changing the grid itself is how to vary it.
   StudyConfig study = read_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
   BOOST_TEST(yaml::flow(yaml::raw(study.cells[0].model)) == "{name: lstm, hidden: 32}");
+  // A grid written with a dotted key ("data.L") is overridden by the same path.
+  StudyConfig dotted = read_study_text(text + "grid: {data.L: [4, 5]}\n", "study.yaml", {"grid.data.L=[6, 7, 8]"});
+  BOOST_TEST(dotted.cells.size() == 3u);
+  BOOST_TEST(dotted.cells[2].L == 8);
   std::string bad_grid_value = error_of(text, {"grid.data.L=[4, 1]"});
   BOOST_TEST(bad_grid_value.find("--set grid.data.L=[4, 1] (grid data.L): data.L: must be at least 2") == 0u,
              bad_grid_value);
