@@ -301,8 +301,9 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     figures.push_back(f);
   }
 
-  // kappa (Figures 6-7).
+  // kappa (Figures 6-7), and kappa(L) of every model of a (format, task) on one plot.
   Grid kappa;
+  std::map<std::tuple<int, int, std::string, std::string>, Figure> kappa_compared;
   for (const auto& [key, o] : latest) {
     if (o->kind != "sharing") continue;
     const RowKey row = row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
@@ -324,7 +325,16 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     }
     f.series = {sum, joint, k};
     if (!k.points.empty()) figures.push_back(f);
+    Figure& compared = kappa_compared[{row.format_rank, row.task_rank, row.format, row.task}];
+    if (compared.stem.empty())
+      compared = {"kappa_" + row.format + "_" + safe(row.task),
+                  "Sharing factor kappa(L): " + row.format + ", " + row.task, "L", "kappa", "",
+                  true, "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
+    if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
   }
+  // Worth a figure of its own only when it compares.
+  for (auto& [which, f] : kappa_compared)
+    if (f.series.size() > 1) figures.push_back(f);
   if (!kappa.cells.empty())
     write_table(dir, "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
                 "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "

@@ -511,3 +511,20 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
   gp << script.rdbuf();
   BOOST_TEST(gp.str().find("set ytics 10") != std::string::npos);  // a label at every decade
 }
+
+// kappa(L) of every model of a (format, task) on one plot, beside each model's own figure.
+BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models) {
+  if (test::run_command("command -v gnuplot").exit_code != 0) return;  // figures need gnuplot
+  std::string text = kSharing;
+  text.replace(text.find("model: {name: lstm, hidden: 8}"), 30,
+               "grid: {model: [{name: lstm, hidden: 8}, {name: gpt2, layers: 1, d_model: 8, "
+               "heads: 2, d_ff: 8}]}");
+  Run run(text, "kappa_figure");
+  FakeRunner runner(thresholds);
+  BOOST_TEST(run.go(runner) == 0);
+  std::ifstream in(run.dir + "/figures/kappa_acot_modular_m_5_.dat");
+  std::stringstream data;
+  data << in.rdbuf();
+  // Both models meet the same thresholds here: kappa 1, 2, 3.6 for each.
+  BOOST_TEST(data.str() == "# gpt2\n2 1\n3 2\n4 3.6\n\n\n# lstm\n2 1\n3 2\n4 3.6\n\n\n", data.str());
+}
