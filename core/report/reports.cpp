@@ -329,7 +329,11 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     if (compared.stem.empty())
       compared = {"kappa_" + row.format + "_" + safe(row.task),
                   "Sharing factor kappa(L): " + row.format + ", " + row.task, "L", "kappa", "",
-                  true, "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
+                  true,
+                  "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
+                  // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
+                  "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
+                  {}};
     if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
   }
   // Worth a figure of its own only when it compares.
