@@ -189,7 +189,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::Store store(out_dir / "results.sqlite");
   const size_t trials = config.learning_rates.size() * config.seeds.size();
   induct::WorkerPool pool(induct::default_pool_settings(config.run.workers, config.run.threads,
-                                                        config.run.blas_threads, trials));
+                                                        config.run.blas_threads, trials,
+                                                        config.run.device, induct::visible_gpus()));
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
   progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
                std::to_string(cells.size()) + " cell(s), " + std::to_string(pool.parallelism()) +

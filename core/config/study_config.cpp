@@ -137,8 +137,11 @@ RunSettings read_run(const Options& run) {
   r.threads = static_cast<int>(at_least(run, "threads", r.threads, 1));
   r.blas_threads = static_cast<int>(at_least(run, "blas_threads", r.blas_threads, 0));
   r.device = run.get<std::string>("device", r.device);
-  if (r.device != "cpu" && r.device.rfind("cuda", 0) != 0)
-    run.fail("device", "must be cpu, cuda or cuda:N");
+  const bool cuda_index = r.device.rfind("cuda:", 0) == 0 && r.device.size() > 5 &&
+                          r.device.size() < 9 &&
+                          r.device.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (r.device != "cpu" && r.device != "cuda" && !cuda_index)
+    run.fail("device", "must be cpu, cuda or cuda:N (N a GPU index), not '" + r.device + "'");
   r.plugin_path = run.get_list<std::string>("plugin_path", {});
   return r;
 }

@@ -78,12 +78,23 @@ std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L
   return {lengths.begin(), lengths.end()};
 }
 
+int visible_gpus() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
-  if (study.run.device != "cpu" && !torch::cuda::is_available()) {
+  if (study.run.device != "cpu") {
     const Options run = study.root.section("run");
-    run.fail("device", "'" + study.run.device +
-                           "' asked for, but this LibTorch has no CUDA support or sees no GPU "
-                           "(build induct against a CUDA LibTorch with -DTorch_DIR=...)");
+    if (!torch::cuda::is_available())
+      run.fail("device", "'" + study.run.device +
+                             "' asked for, but this LibTorch has no CUDA support or sees no GPU "
+                             "(build induct against a CUDA LibTorch with -DTorch_DIR=...)");
+    if (study.run.device.rfind("cuda:", 0) == 0) {  // the index is digits (study_config.cpp)
+      if (std::stoi(study.run.device.substr(5)) >= visible_gpus())
+        run.fail("device", "'" + study.run.device + "': this process sees " +
+                               std::to_string(visible_gpus()) + " GPU(s), cuda:0.." +
+                               std::to_string(visible_gpus() - 1));
+    }
   }
   std::vector<PreparedCell> cells;
   for (const CellSpec& spec : study.cells) {

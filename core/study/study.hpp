@@ -41,6 +41,10 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry,
 // included), in order: checks the whole study before anything runs.
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry);
 
+// The GPUs this process sees (0 with a CPU-only LibTorch): what run.device cuda spreads the
+// workers over.
+int visible_gpus();
+
 // The training-set size of a train or lengthgen cell (N, or N_max for "max"); a ConfigError
 // naming the cell when it exceeds N_max or the cell has nothing to train on.
 uint64_t training_size(const StudyConfig& study, const PreparedCell& cell);

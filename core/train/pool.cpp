@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -18,12 +19,39 @@ extern char** environ;
 
 namespace induct {
 
+std::vector<std::string> visible_gpu_ids(const char* cuda_visible_devices, int count) {
+  std::vector<std::string> ids;
+  if (cuda_visible_devices) {
+    std::string list = cuda_visible_devices;
+    size_t start = 0;
+    while (start <= list.size() && static_cast<int>(ids.size()) < count) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      if (comma > start) ids.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  for (int k = static_cast<int>(ids.size()); k < count && !cuda_visible_devices; ++k)
+    ids.push_back(std::to_string(k));
+  return ids;
+}
+
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
-                                   int configured_blas_threads, size_t trials) {
+                                   int configured_blas_threads, size_t trials,
+                                   const std::string& device, int visible_gpus) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   PoolSettings s;
   s.threads = std::max(1, configured_threads);
-  s.workers = configured_workers > 0 ? configured_workers : std::max(1, cores / s.threads);
+  if (device == "cpu") {
+    s.workers = configured_workers > 0 ? configured_workers : std::max(1, cores / s.threads);
+  } else {
+    const int per_gpu = configured_workers > 0 ? configured_workers : kDefaultWorkersPerGpu;
+    if (device == "cuda") {
+      s.gpus = visible_gpu_ids(std::getenv("CUDA_VISIBLE_DEVICES"), visible_gpus);
+      s.workers = per_gpu * std::max<int>(1, static_cast<int>(s.gpus.size()));
+    } else {
+      s.workers = per_gpu;  // cuda:N: every worker on that GPU
+    }
+  }
   s.workers = std::max<int>(1, std::min<size_t>(s.workers, std::max<size_t>(trials, 1)));
   s.blas_threads = configured_blas_threads > 0
                        ? configured_blas_threads
@@ -54,7 +82,7 @@ void WorkerPool::stop(Worker& worker) {
   worker = Worker{};
 }
 
-WorkerPool::Worker WorkerPool::spawn() {
+WorkerPool::Worker WorkerPool::spawn(int slot) {
   int jobs[2], results[2];
   if (::pipe2(jobs, O_CLOEXEC) != 0 || ::pipe2(results, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("cannot create pipes for a worker: ") + std::strerror(errno));
@@ -69,10 +97,13 @@ WorkerPool::Worker WorkerPool::spawn() {
   for (char** e = environ; *e; ++e) {
     std::string entry = *e;
     if (entry.rfind("OMP_NUM_THREADS=", 0) == 0 || entry.rfind("OPENBLAS_NUM_THREADS=", 0) == 0 ||
-        entry.rfind("MKL_NUM_THREADS=", 0) == 0)
+        entry.rfind("MKL_NUM_THREADS=", 0) == 0 ||
+        (!settings_.gpus.empty() && entry.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0))
       continue;
     env_strings.push_back(entry);
   }
+  if (!settings_.gpus.empty())
+    env_strings.push_back("CUDA_VISIBLE_DEVICES=" + settings_.gpus[slot % settings_.gpus.size()]);
   env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(settings_.threads));
   env_strings.push_back("OPENBLAS_NUM_THREADS=" + std::to_string(settings_.blas_threads));
   env_strings.push_back("MKL_NUM_THREADS=" + std::to_string(settings_.blas_threads));
@@ -86,6 +117,7 @@ WorkerPool::Worker WorkerPool::spawn() {
   std::vector<char*> argv{exe.data(), command.data(), flag.data(), threads.data(), nullptr};
 
   Worker worker;
+  worker.slot = slot;
   int rc = ::posix_spawn(&worker.pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(jobs[0]);
@@ -168,7 +200,11 @@ void WorkerPool::run(TrialSource& source) {
       if (!pending) pending = source.next();
       if (!pending) break;
       if (idle == workers_.end()) {
-        workers_.push_back(spawn());
+        int slot = 0;  // the lowest free one
+        while (std::any_of(workers_.begin(), workers_.end(),
+                           [&](const Worker& w) { return w.slot == slot; }))
+          ++slot;
+        workers_.push_back(spawn(slot));
         idle = workers_.end() - 1;
       }
       YAML::Node message;

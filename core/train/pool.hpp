@@ -58,14 +58,29 @@ struct PoolSettings {
   int workers = 1;
   int threads = 1;       // intra-op threads of each worker
   int blas_threads = 1;  // BLAS threads of each worker
+  // With run.device `cuda`: the GPUs the workers are spread over, as CUDA_VISIBLE_DEVICES
+  // entries; worker slot k sees only gpus[k % size] (so `cuda` is that GPU in it). Empty: the
+  // workers' environment keeps the coordinator's CUDA_VISIBLE_DEVICES.
+  std::vector<std::string> gpus;
   std::string worker_executable;  // the induct binary (default: this process's executable)
 };
 
-// The worker count, threads and BLAS threads for `trials` trials on this machine: one
-// single-threaded worker per core by default, never more workers than trials, and spare
-// cores given to BLAS (docs/performance.md has the measurements behind this).
+// Workers per GPU when run.workers is 0 and run.device is cuda or cuda:N. Small trainings
+// leave a GPU mostly idle between their kernel launches, so several share one.
+inline constexpr int kDefaultWorkersPerGpu = 4;
+
+// The worker count, threads and BLAS threads for `trials` trials on this machine, never more
+// workers than trials. On the CPU (`device` cpu): one single-threaded worker per core by
+// default and spare cores given to BLAS (docs/performance.md has the measurements behind
+// this). With `device` cuda: `configured_workers` (default kDefaultWorkersPerGpu) workers per
+// visible GPU, `visible_gpus` of them, spread over the GPUs; with cuda:N that many on GPU N.
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
-                                   int configured_blas_threads, size_t trials);
+                                   int configured_blas_threads, size_t trials,
+                                   const std::string& device = "cpu", int visible_gpus = 0);
+
+// The CUDA_VISIBLE_DEVICES entries of `count` visible GPUs: the variable's own entries when
+// it is set (`cuda_visible_devices` non-null), else 0..count-1.
+std::vector<std::string> visible_gpu_ids(const char* cuda_visible_devices, int count);
 
 // Persistent worker processes (`induct __worker`), each running one trial at a time with
 // fixed OpenMP and BLAS thread counts. A worker that crashes fails only its own trial.
@@ -79,13 +94,14 @@ class WorkerPool final : public TrialRunner {
  private:
   struct Worker {
     pid_t pid = -1;
+    int slot = -1;  // 0..workers-1, fixed for the process's life: decides its GPU
     int to_worker = -1;
     std::unique_ptr<MessageReader> reader;
     long trial = -1;  // the source's ticket of the running trial, -1 when idle
     uint64_t job = 0;
     bool cancel_sent = false;
   };
-  Worker spawn();
+  Worker spawn(int slot);
   void stop(Worker& worker);
   std::string exit_description(pid_t pid);
 

@@ -15,11 +15,13 @@
 
 namespace induct {
 
-Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad) {
+Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad,
+                 bool pinned) {
   int64_t width = 0;
   for (size_t i = 0; i < count; ++i) width = std::max(width, set.width(order[i]));
   const auto b = static_cast<int64_t>(count);
-  Batch batch{torch::full({b, width}, pad, torch::kLong), torch::full({b, width}, kNoTarget, torch::kLong)};
+  const auto options = torch::TensorOptions(torch::kLong).pinned_memory(pinned);
+  Batch batch{torch::full({b, width}, pad, options), torch::full({b, width}, kNoTarget, options)};
   int64_t* tokens = batch.tokens.data_ptr<int64_t>();
   int64_t* targets = batch.targets.data_ptr<int64_t>();
   for (size_t i = 0; i < count; ++i) set.encode(order[i], tokens + i * width, targets + i * width);
@@ -39,27 +41,39 @@ EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
   std::map<int, Sums> by_length;
   std::vector<int64_t> order(set.size());
   std::iota(order.begin(), order.end(), int64_t{0});
+  const bool pinned = device.is_cuda();
+  // Per-example sums stay on the device until the whole set is evaluated: one copy to the
+  // host per evaluation, not one per batch.
+  std::vector<torch::Tensor> loss_sums, position_counts, correct_counts, final_flags;
   for (size_t start = 0; start < set.size(); start += batch_size) {
     const size_t count = std::min<size_t>(batch_size, set.size() - start);
-    Batch batch = make_batch(set, order.data() + start, count, pad);
-    torch::Tensor targets = batch.targets.to(device);
-    torch::Tensor logits = model.forward(batch.tokens.to(device)).to(torch::kFloat);  // [B, W, V]
+    Batch batch = make_batch(set, order.data() + start, count, pad, pinned);
+    torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
+    torch::Tensor logits =
+        model.forward(batch.tokens.to(device, /*non_blocking=*/true)).to(torch::kFloat);  // [B, W, V]
     torch::Tensor mask = targets.ne(kNoTarget);                                        // [B, W]
     torch::Tensor safe = targets.clamp_min(0);
     torch::Tensor nll = -torch::log_softmax(logits, -1).gather(2, safe.unsqueeze(2)).squeeze(2);
     nll = nll.masked_fill(~mask, 0);                                                   // [B, W]
     torch::Tensor correct = logits.argmax(-1).eq(targets).logical_and(mask);           // [B, W]
-    std::vector<int64_t> final_pos(count);
-    for (size_t i = 0; i < count; ++i) final_pos[i] = set.final_position(start + i);
-    torch::Tensor final_index = torch::tensor(final_pos, torch::kLong).to(device).unsqueeze(1);
+    torch::Tensor final_pos = torch::empty({static_cast<int64_t>(count)},
+                                           torch::TensorOptions(torch::kLong).pinned_memory(pinned));
+    for (size_t i = 0; i < count; ++i) final_pos.data_ptr<int64_t>()[i] = set.final_position(start + i);
+    torch::Tensor final_index = final_pos.to(device, /*non_blocking=*/true).unsqueeze(1);
     torch::Tensor final_correct = correct.gather(1, final_index).squeeze(1);            // [B]
 
-    torch::Tensor loss_sum = nll.sum(1).to(torch::kCPU, torch::kDouble).contiguous();
-    torch::Tensor positions = mask.sum(1).to(torch::kCPU, torch::kLong).contiguous();
-    torch::Tensor correct_sum = correct.sum(1).to(torch::kCPU, torch::kLong).contiguous();
-    torch::Tensor final_cpu = final_correct.to(torch::kCPU, torch::kLong).contiguous();
-    for (size_t i = 0; i < count; ++i) {
-      Sums& s = by_length[set.length(start + i)];
+    loss_sums.push_back(nll.sum(1));
+    position_counts.push_back(mask.sum(1));
+    correct_counts.push_back(correct.sum(1));
+    final_flags.push_back(final_correct.to(torch::kLong));
+  }
+  if (!loss_sums.empty()) {
+    const torch::Tensor loss_sum = torch::cat(loss_sums).to(torch::kCPU, torch::kDouble).contiguous();
+    const torch::Tensor positions = torch::cat(position_counts).to(torch::kCPU, torch::kLong).contiguous();
+    const torch::Tensor correct_sum = torch::cat(correct_counts).to(torch::kCPU, torch::kLong).contiguous();
+    const torch::Tensor final_cpu = torch::cat(final_flags).to(torch::kCPU, torch::kLong).contiguous();
+    for (size_t i = 0; i < set.size(); ++i) {
+      Sums& s = by_length[set.length(i)];
       s.count += 1;
       s.positions += positions.data_ptr<int64_t>()[i];
       s.loss += loss_sum.data_ptr<double>()[i];
@@ -166,13 +180,39 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   const size_t n = data.train.size();
   std::vector<int64_t> order(n);
   size_t cursor = n;  // start a new pass at once
-  double loss_since_eval = 0;
-  int64_t steps_since_eval = 0;
+  const bool pinned = device.is_cuda();
+  // The training losses since the last evaluation stay on the device; they are read once, at
+  // the next evaluation (no host synchronisation per step). A non-finite one is found there,
+  // and the run is reported as it would have been had it been read at its own step: diverged
+  // at that step, without the evaluation.
+  std::vector<torch::Tensor> window;
+  window.reserve(static_cast<size_t>(std::min<int64_t>(settings.eval_every, 1 << 16)));
+  double mean_loss = 0;
+  const auto read_window = [&]() -> bool {  // false: diverged
+    if (window.empty()) return true;
+    const torch::Tensor losses = torch::stack(window).to(torch::kCPU, torch::kDouble).contiguous();
+    const double* values = losses.data_ptr<double>();
+    const int64_t first_step = result.steps - static_cast<int64_t>(window.size()) + 1;
+    double sum = 0;
+    for (size_t i = 0; i < window.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        result.steps = first_step + static_cast<int64_t>(i);
+        result.status = TrialStatus::kDiverged;
+        result.error = "non-finite training loss at step " + std::to_string(result.steps);
+        window.clear();
+        return false;
+      }
+      sum += values[i];
+    }
+    mean_loss = sum / static_cast<double>(window.size());
+    window.clear();
+    return true;
+  };
   result.status = TrialStatus::kFailed;
 
   while (result.steps < settings.max_steps) {
     if (observer && observer->should_stop()) {
-      result.status = TrialStatus::kCancelled;
+      if (read_window()) result.status = TrialStatus::kCancelled;
       break;
     }
     if (cursor >= n) {
@@ -186,31 +226,23 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
       cursor = 0;
     }
     const size_t count = std::min<size_t>(settings.batch_size, n - cursor);
-    Batch batch = make_batch(data.train, order.data() + cursor, count, data.pad);
+    Batch batch = make_batch(data.train, order.data() + cursor, count, data.pad, pinned);
     cursor += count;
 
-    torch::Tensor logits = model.forward(batch.tokens.to(device));  // [B, W, V]
-    torch::Tensor loss = nn::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                           batch.targets.to(device).reshape({-1}), kNoTarget);
+    torch::Tensor logits = model.forward(batch.tokens.to(device, /*non_blocking=*/true));  // [B, W, V]
+    torch::Tensor loss = nn::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}),
+        batch.targets.to(device, /*non_blocking=*/true).reshape({-1}), kNoTarget);
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();
     ++result.steps;
-
-    const double loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value)) {
-      result.status = TrialStatus::kDiverged;
-      result.error = "non-finite training loss at step " + std::to_string(result.steps);
-      break;
-    }
-    loss_since_eval += loss_value;
-    ++steps_since_eval;
+    window.push_back(loss.detach());
 
     if (result.steps % settings.eval_every == 0 || result.steps == settings.max_steps) {
+      if (!read_window()) break;
       result.last = evaluate(model, eval_set, data.pad, settings.eval_batch_size, device);
-      EvalPoint point{result.steps, loss_since_eval / steps_since_eval, result.last.loss};
-      loss_since_eval = 0;
-      steps_since_eval = 0;
+      EvalPoint point{result.steps, mean_loss, result.last.loss};
       result.history.push_back(point);
       if (!std::isfinite(result.last.loss)) {
         result.status = TrialStatus::kDiverged;

@@ -52,11 +52,13 @@ double chance_loss(const ExampleSet& set);
 EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
                      int64_t batch_size, torch::Device device);
 
-// Examples order[0..count) as padded [B, W] token and target tensors, encoded now.
+// Examples order[0..count) as padded [B, W] token and target tensors, encoded now; in pinned
+// host memory when `pinned` (for a non-blocking copy to a GPU; needs a CUDA LibTorch).
 struct Batch {
   torch::Tensor tokens;
   torch::Tensor targets;
 };
-Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad);
+Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int64_t pad,
+                 bool pinned = false);
 
 }  // namespace induct

@@ -528,3 +528,27 @@ BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models) {
   // Both models meet the same thresholds here: kappa 1, 2, 3.6 for each.
   BOOST_TEST(data.str() == "# gpt2\n2 1\n3 2\n4 3.6\n\n\n# lstm\n2 1\n3 2\n4 3.6\n\n\n", data.str());
 }
+
+BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {
+  // CPU: never more workers than trials.
+  BOOST_TEST(default_pool_settings(8, 1, 1, 3).workers == 3);
+  BOOST_TEST(default_pool_settings(8, 1, 1, 3).gpus.empty());
+  // cuda: run.workers per visible GPU, spread over them (worker slot k on gpus[k % size]).
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  PoolSettings two = default_pool_settings(3, 1, 1, 100, "cuda", 2);
+  BOOST_TEST(two.workers == 6);
+  BOOST_TEST((two.gpus == std::vector<std::string>{"0", "1"}));
+  BOOST_TEST(default_pool_settings(0, 1, 1, 100, "cuda", 2).workers == 2 * kDefaultWorkersPerGpu);
+  BOOST_TEST(default_pool_settings(0, 1, 1, 5, "cuda", 2).workers == 5);
+  // The coordinator's own CUDA_VISIBLE_DEVICES decides which GPUs those are.
+  setenv("CUDA_VISIBLE_DEVICES", "3,GPU-5f2a,7", 1);
+  BOOST_TEST((default_pool_settings(1, 1, 1, 100, "cuda", 3).gpus ==
+              std::vector<std::string>{"3", "GPU-5f2a", "7"}));
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  // cuda:N: every worker on that GPU, the environment left alone.
+  PoolSettings one = default_pool_settings(2, 1, 1, 100, "cuda:1", 2);
+  BOOST_TEST(one.workers == 2);
+  BOOST_TEST(one.gpus.empty());
+  BOOST_TEST((visible_gpu_ids("", 2).empty()));
+  BOOST_TEST((visible_gpu_ids(nullptr, 2) == std::vector<std::string>{"0", "1"}));
+}

@@ -81,6 +81,33 @@ BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
   BOOST_TEST(result.last.per_length.size() == 4u);  // length 2 has no validation sequence
 }
 
+BOOST_AUTO_TEST_CASE(a_diverging_run_ends_at_its_own_step_whatever_the_evaluation_interval) {
+  // The trainer reads the training losses once per evaluation (no host synchronisation per
+  // step); a non-finite one must still end the run at the step it occurred, without the
+  // evaluation that found it, whatever the interval.
+  TrialSpec spec = parity_trial(6, 102, 32, 1e30, 200);
+  std::vector<TrialResult> results;
+  for (int64_t interval : {7, 50, 200}) {
+    spec.training.eval_every = interval;
+    results.push_back(run_trial(spec, test::plugins()));
+    BOOST_TEST_MESSAGE("interval " << interval << ": " << to_string(results.back().status) << " at "
+                                   << results.back().steps << ": " << results.back().error);
+  }
+  const int64_t step = results[0].steps;
+  for (size_t i = 0; i < results.size(); ++i) {
+    BOOST_TEST(to_string(results[i].status) == std::string("diverged"));
+    BOOST_TEST(results[i].steps == step);
+    BOOST_TEST(results[i].error == "non-finite training loss at step " + std::to_string(step));
+  }
+  BOOST_TEST(results[0].history.size() == static_cast<size_t>((step - 1) / 7));
+  BOOST_TEST(results[2].history.empty());
+  // The ground truth: stopped one step earlier, every training loss was finite.
+  spec.training.max_steps = step - 1;
+  const TrialResult before = run_trial(spec, test::plugins());
+  BOOST_TEST(before.steps == step - 1);
+  BOOST_TEST(before.error.find("training loss") == std::string::npos, before.error);
+}
+
 BOOST_AUTO_TEST_CASE(wrong_output_shape_is_caught_before_training) {
   PluginRegistry registry;
   registry.load(std::string(INDUCT_FIXTURE_PLUGIN_DIR) + "/libfixture_wrong_shape.so");
