@@ -1,10 +1,14 @@
 // Training-step throughput of the in-tree models, and the machine's float32 GEMM peak.
 //
 //   induct_bench [--models lstm,gpt2,...] [--lengths 10,30,62] [--batch 64] [--seconds 3]
-//                [--small] [--threads 1] [--peak-only] [--trace FILE]
+//                [--small] [--threads 1] [--device cpu|cuda] [--read-every-step]
+//                [--peak-only] [--trace FILE]
 //
 // A step is what induct's trainer does: forward on random tokens [batch, T] of Z_5's
-// vocabulary (12), cross-entropy on every position, backward, Adam (induct's FlatAdam). Prints one line per
+// vocabulary (12), cross-entropy on every position, backward, Adam (induct's FlatAdam), the
+// loss kept on the device and read every 100 steps (the trainer reads it at each evaluation;
+// --read-every-step reads it after every step instead, which on a GPU waits for the step to
+// finish, for comparison). The clock stops after the last read. Prints one line per
 // (model, length): steps/s, the step's FLOPs counted from the model's matrix products
 // (forward x 3 for forward + backward), and achieved GFLOP/s. bench/run_bench.sh alternates
 // this with the PyTorch reference and prints the table of docs/performance.md. With --trace,
@@ -13,6 +17,7 @@
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <sstream>
@@ -108,6 +113,8 @@ int main(int argc, char** argv) {
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
       "small", "d_model 64, 2 layers (the sizes a CPU user runs)")(
       "threads", po::value<int>()->default_value(1), "intra-op threads")(
+      "device", po::value<std::string>()->default_value("cpu"), "cpu, cuda or cuda:N")(
+      "read-every-step", "read the loss on the host after every step")(
       "peak-only", "only measure the GEMM peak")(
       "trace", po::value<std::string>(), "write a profiler trace of 20 steps to this file")(
       "help", "this help");
@@ -118,6 +125,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   configure_process(vm["threads"].as<int>());
+  const torch::Device device(vm["device"].as<std::string>());
+  const bool read_every_step = vm.count("read-every-step") > 0;
   const double budget = vm["seconds"].as<double>();
   if (vm.count("peak-only")) {
     std::cout << "gemm_peak_gflops " << gemm_peak(budget) << "\n";
@@ -145,30 +154,41 @@ int main(int argc, char** argv) {
     for (const auto& length_text : split(vm["lengths"].as<std::string>())) {
       const int64_t T = std::stol(length_text);
       Options section = yaml::from_node(YAML::Load(configs.at(name)), "bench");
-      auto model = make_model_checked(registry, section, {vocab, T, vocab - 2}, 1, torch::kCPU);
+      auto model = make_model_checked(registry, section, {vocab, T, vocab - 2}, 1, device);
       const YAML::Node resolved = yaml::resolved(section);
       model->train();
       int64_t parameters = 0;
       for (const auto& p : model->parameters()) parameters += p.numel();
       FlatAdam optimizer(model->parameters(), 1e-4);  // what induct's trainer uses
-      auto tokens = torch::randint(0, vocab - 2, {batch, T}, torch::kLong);
-      auto targets = torch::randint(0, vocab, {batch * T}, torch::kLong);
+      auto tokens = torch::randint(0, vocab - 2, {batch, T}, torch::kLong).to(device);
+      auto targets = torch::randint(0, vocab, {batch * T}, torch::kLong).to(device);
+      std::vector<torch::Tensor> losses;
+      double loss_sum = 0;  // read, so that nothing is skipped
+      auto read = [&] {
+        if (losses.empty()) return;
+        loss_sum += torch::stack(losses).to(torch::kCPU, torch::kDouble).sum().item<double>();
+        losses.clear();
+      };
       auto step = [&] {
         auto logits = model->forward(tokens);
         auto loss = induct::nn::cross_entropy(logits.reshape({batch * T, vocab}), targets);
         optimizer.zero_grad();
         loss.backward();
         optimizer.step();
-        return loss.item<double>();
+        losses.push_back(loss.detach());
+        if (read_every_step || losses.size() == 100) read();
       };
       for (int i = 0; i < 2; ++i) step();
+      read();
       int64_t steps = 0;
       auto start = std::chrono::steady_clock::now();
       while (seconds_since(start) < budget || steps < 3) {
         step();
         ++steps;
       }
+      read();
       const double rate = steps / seconds_since(start);
+      if (!std::isfinite(loss_sum)) std::cerr << "warning: non-finite training loss\n";
       const double flops = 3 * forward_flops(resolved["name"].as<std::string>(), resolved,
                                              double(batch), double(T), double(vocab));
       std::cout << "model " << name << " params " << parameters << " length " << T

@@ -50,7 +50,11 @@ std::string Table::markdown() const {
   auto w = widths(*this);
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out = "|";
-    for (size_t c = 0; c < w.size(); ++c) out += " " + pad(c < cells.size() ? cells[c] : "", w[c]) + " |";
+    for (size_t c = 0; c < w.size(); ++c) {
+      out += ' ';
+      out += pad(c < cells.size() ? cells[c] : "", w[c]);
+      out += " |";
+    }
     return out + "\n";
   };
   std::string out = line(header) + "|";
@@ -69,7 +73,10 @@ std::string Table::csv() const {
   };
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
-    for (size_t c = 0; c < cells.size(); ++c) out += (c ? "," : "") + quote(cells[c]);
+    for (size_t c = 0; c < cells.size(); ++c) {
+      if (c) out += ',';
+      out += quote(cells[c]);
+    }
     return out + "\n";
   };
   std::string out = line(header);

@@ -77,11 +77,15 @@ int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     }
     run.progress.log(line);
     std::string identity = "lengthgen";
-    for (const TrialSpec& t : step.trials) identity += " " + t.key();
+    for (const TrialSpec& t : step.trials) {
+      identity += ' ';
+      identity += t.key();
+    }
     run.store.put_outcome({content_key(identity), config.name, "lengthgen", cell.label, value, ""});
     // Table columns: the normalized accuracy at each length, as "2L" etc.
     for (size_t k = 0; k < result.generalization.size(); ++k) {
-      const std::string column = "x" + format_number(static_cast<double>(lengths[k]) / cell.cell.L, 3);
+      std::string column = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
+      column += format_number(static_cast<double>(lengths[k]) / cell.cell.L, 3);
       auto at = std::find(table.header.begin(), table.header.end(), column);
       if (at == table.header.end()) {
         table.header.push_back(column);

@@ -76,7 +76,9 @@ BOOST_DATA_TEST_CASE(logits_match_the_pytorch_reference, bdata::make(kModels), y
     std::ofstream params(dir + "/params.txt");
     int index = 0;
     for (const auto& p : model->named_parameters()) {
-      const std::string file = "p" + std::to_string(index++) + ".bin";
+      std::string file = "p";  // (not "p" + string: GCC 12's -Wrestrict misfires on it in C++20)
+      file += std::to_string(index++);
+      file += ".bin";
       write_raw(dir + "/" + file, p.value().detach().to(torch::kFloat));
       params << p.key() << " " << file;
       for (int64_t s : p.value().sizes()) params << " " << s;

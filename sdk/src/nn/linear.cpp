@@ -1,7 +1,9 @@
 #include "induct/nn/linear.hpp"
 
 #include <ATen/ATen.h>
+#if INDUCT_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
+#endif
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstring>
@@ -15,10 +17,30 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
            const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
            int64_t ldc) {
   if (M == 0 || N == 0) return;
+#if INDUCT_HAVE_DNNL
   const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K,
                                           alpha, A, lda, B, ldb, beta, C, ldc);
   TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed (status ", static_cast<int>(status),
               ") for a ", M, " x ", K, " by ", K, " x ", N, " product");
+#else
+  // Built without oneDNN (a LibTorch that does not ship it, sdk/CMakeLists.txt): the same
+  // product through LibTorch's own CPU GEMM, on views of the caller's buffers.
+  const auto options = at::TensorOptions(at::kFloat);
+  auto view = [&](const float* data, bool trans, int64_t rows, int64_t cols, int64_t ld) {
+    // op(X) is [rows, cols]; X is stored row-major with leading dimension ld.
+    at::Tensor x = trans ? at::from_blob(const_cast<float*>(data), {cols, rows}, {ld, 1}, options).t()
+                         : at::from_blob(const_cast<float*>(data), {rows, cols}, {ld, 1}, options);
+    return x;
+  };
+  at::Tensor c = at::from_blob(C, {M, N}, {ldc, 1}, options);
+  const at::Tensor a = view(A, trans_a, M, K, lda), b = view(B, trans_b, K, N, ldb);
+  if (beta == 0.0f) {
+    at::mm_out(c, a, b);
+    if (alpha != 1.0f) c.mul_(alpha);
+  } else {
+    c.addmm_(a, b, beta, alpha);
+  }
+#endif
 }
 
 // (LibTorch's bias.expand({M, N}).contiguous() and g.sum(0) for these, a broadcasting copy
