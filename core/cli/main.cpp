@@ -14,6 +14,7 @@
 #include "study/study.hpp"
 #include "train/pool.hpp"
 #include "util/process.hpp"
+#include "util/signals.hpp"
 #include <torch/version.h>
 
 namespace po = boost::program_options;
@@ -188,6 +189,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                                     " from " + config.file + "\n" + resolved.c_str() + "\n");
   induct::Store store(out_dir / "results.sqlite");
   const size_t trials = config.learning_rates.size() * config.seeds.size();
+  induct::install_stop_signals();  // from here on Ctrl-C and SIGTERM drain the study
   induct::WorkerPool pool(induct::default_pool_settings(config.run.workers, config.run.threads,
                                                         config.run.blas_threads, trials,
                                                         config.run.device, induct::visible_gpus()));
@@ -198,7 +200,24 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
   induct::StudyRun run{config, *registry, store, pool, progress, out_dir, std::cout};
-  int rc = induct::run_study(run, cells);
+  int rc = 0;
+  try {
+    rc = induct::run_study(run, cells);
+  } catch (const induct::Interrupted& e) {
+    size_t finished = 0;
+    for (const auto& t : store.all())
+      finished += t.result.status != induct::TrialStatus::kCancelled &&
+                  t.result.status != induct::TrialStatus::kError;
+    const std::string in_flight =
+        e.at_once() ? "stopped at once by a second signal, trials in flight lost"
+                    : "no new trials started, " + std::to_string(e.cancelled()) +
+                          " in flight cancelled and recorded as cancelled";
+    progress.log("induct: " + std::string(e.what()) + " after " +
+                 induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
+                 std::to_string(finished) + " finished trial(s) stored in " + store.file().string() +
+                 "; the same command resumes without retraining them");
+    return 128 + e.signal();
+  }
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";
   return rc;

@@ -182,6 +182,11 @@ class Searches final : public TrialSource {
     show();
   }
 
+  void on_abandoned(size_t ticket, const TrialResult& result) override {
+    const Ref ref = tickets_.at(ticket);
+    run_.store.put(config_.name, ref.step->slots[ref.slot].trial, result);  // a record: rerun on resume
+  }
+
   std::vector<size_t> on_done(size_t ticket, const TrialResult& result) override {
     const Ref ref = tickets_.at(ticket);
     tickets_.erase(ticket);

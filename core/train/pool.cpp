@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/signals.hpp"
+
 extern char** environ;
 
 namespace induct {
@@ -190,10 +192,25 @@ void WorkerPool::run(TrialSource& source) {
         }
   };
   std::optional<TrialSource::Job> pending;  // handed out, not yet sent to a worker
+  bool draining = false;
+  size_t drained = 0;  // trials in flight when the stop signal came
 
   for (;;) {
+    if (stop_signal() != 0 && !draining) {
+      draining = true;
+      for (auto& w : workers_)
+        if (w.trial >= 0 && !w.cancel_sent) {
+          YAML::Node message;
+          message["type"] = "cancel";
+          message["job"] = w.job;
+          write_message(w.to_worker, message);
+          w.cancel_sent = true;
+          ++drained;
+        }
+    }
+    if (stop_signals_received() > 1) throw Interrupted(stop_signal(), running, true);
     // Hand out work: idle workers first, then new ones up to the pool size.
-    for (;;) {
+    for (; !draining;) {
       auto idle = std::find_if(workers_.begin(), workers_.end(),
                                [](const Worker& w) { return w.trial < 0; });
       if (idle == workers_.end() && static_cast<int>(workers_.size()) >= settings_.workers) break;
@@ -225,16 +242,33 @@ void WorkerPool::run(TrialSource& source) {
       pending.reset();
       source.on_start(ticket);
     }
-    if (running == 0) break;
+    if (running == 0) {
+      if (draining) throw Interrupted(stop_signal(), drained, false);
+      break;
+    }
 
     std::vector<pollfd> fds;
     for (auto& w : workers_) fds.push_back({w.reader->fd(), POLLIN, 0});
+    const size_t worker_fds = fds.size();
+    if (stop_signal_fd() >= 0) fds.push_back({stop_signal_fd(), POLLIN, 0});
     int ready = ::poll(fds.data(), fds.size(), -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
     }
-    for (size_t k = 0; k < fds.size(); ++k) {
+    if (fds.size() > worker_fds && (fds.back().revents & POLLIN)) {
+      char bytes[64];
+      while (::read(stop_signal_fd(), bytes, sizeof bytes) > 0) {
+      }
+    }
+    // What a trial's end means: a result, or during a drain a record of what was cancelled.
+    auto end = [&](size_t index, const TrialResult& result) {
+      if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError))
+        source.on_abandoned(index, result);
+      else
+        finish(index, result);
+    };
+    for (size_t k = 0; k < worker_fds; ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Worker& w = workers_[k];
       const bool alive = w.reader->read_available();
@@ -251,8 +285,8 @@ void WorkerPool::run(TrialSource& source) {
         } else if (type == "result" || type == "error") {
           w.trial = -1;
           --running;
-          finish(index, type == "result" ? TrialResult::from_yaml(message["result"])
-                                         : TrialResult::failure(message["message"].as<std::string>()));
+          end(index, type == "result" ? TrialResult::from_yaml(message["result"])
+                                      : TrialResult::failure(message["message"].as<std::string>()));
         }
       }
       if (!alive) {
@@ -264,7 +298,7 @@ void WorkerPool::run(TrialSource& source) {
         w = Worker{};
         if (lost >= 0) {
           --running;
-          finish(static_cast<size_t>(lost), TrialResult::failure(why + " while running this trial"));
+          end(static_cast<size_t>(lost), TrialResult::failure(why + " while running this trial"));
         }
       }
     }

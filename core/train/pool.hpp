@@ -33,6 +33,9 @@ class TrialSource {
   // Every started trial ends here exactly once (a cancelled one too). Returns the tickets of
   // running trials to cancel.
   virtual std::vector<size_t> on_done(size_t ticket, const TrialResult& result) = 0;
+  // Instead of on_done, for a trial that a stop signal cancelled (or whose worker died while
+  // the run drained): a record for the store, not a result of its step.
+  virtual void on_abandoned(size_t /*ticket*/, const TrialResult& /*result*/) {}
 };
 
 struct RunCallbacks {
@@ -46,7 +49,9 @@ struct RunCallbacks {
 class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
-  // Runs what the source hands out until it has nothing left and nothing runs.
+  // Runs what the source hands out until it has nothing left and nothing runs. After a stop
+  // signal (util/signals.hpp) it hands out nothing more, cancels the trials in flight, waits
+  // for them and throws Interrupted; after a second one it throws at once.
   virtual void run(TrialSource& source) = 0;
   virtual int parallelism() const = 0;
   // Runs a fixed list in order, most promising first (the caller orders them), calling back

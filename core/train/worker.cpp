@@ -10,6 +10,7 @@
 #include "train/components.hpp"
 #include "train/pool.hpp"
 #include "util/process.hpp"
+#include "util/signals.hpp"
 
 namespace induct {
 
@@ -58,6 +59,7 @@ class WorkerObserver final : public TrainObserver {
 
 int worker_main(int threads) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator
+  ignore_stop_signals();  // Ctrl-C reaches the whole process group: the coordinator drains us
   if (::getppid() == 1) return 0;
   configure_process(std::max(1, threads));
   PluginRegistry registry;

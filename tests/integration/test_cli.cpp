@@ -154,6 +154,69 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   BOOST_TEST(unchanged == before.size());
 }
 
+// SIGTERM (Slurm's walltime, `kill`) drains a study: no new trials, those in flight cancelled
+// and recorded as such, a last line saying what is stored, exit 128 + 15, no worker left; the
+// same command then resumes to the table of an uninterrupted run without retraining.
+BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
+  const std::string study = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
+  const std::string clean = temp_dir("drain-clean"), dir = temp_dir("drain");
+  CommandResult reference = run_command(kInduct + " run " + study + " --out " + clean);
+  BOOST_REQUIRE_MESSAGE(reference.exit_code == 0, reference.output);
+
+  run_command("(" + kInduct + " run " + study + " --out " + dir + " > " + dir + "/log 2>&1 & echo $! > " +
+              dir + "/pid; wait $!; echo $? > " + dir + "/rc) > /dev/null 2>&1 &");
+  std::string pid;
+  for (int i = 0; i < 500 && pid.empty(); ++i, ::usleep(10'000)) pid = read(dir + "/pid");
+  size_t stored = 0;
+  for (int i = 0; i < 600 && stored < 2; ++i) {
+    ::usleep(20'000);
+    if (std::ifstream(dir + "/results.sqlite").good()) {
+      try {
+        stored = induct::Store(dir + "/results.sqlite").all().size();
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  BOOST_REQUIRE_MESSAGE(stored >= 2, "the study stored no trials in time");
+  const std::string workers = run_command("pgrep -P " + pid).output;  // its worker processes
+  BOOST_TEST(!workers.empty());
+  run_command("kill -TERM " + pid);
+  std::string rc;
+  for (int i = 0; i < 3000 && rc.empty(); ++i, ::usleep(10'000)) rc = read(dir + "/rc");
+  BOOST_REQUIRE_MESSAGE(!rc.empty(), "the study did not stop within 30 s of SIGTERM");
+  BOOST_TEST(rc == "143\n");
+  const std::string log = read(dir + "/log");
+  const std::string last = log.substr(log.rfind('\n', log.size() - 2) + 1);
+  BOOST_TEST(last.find("induct: stopped by SIGTERM after ") == 0u, log);
+  BOOST_TEST(last.find("no new trials started") != std::string::npos, last);
+  BOOST_TEST(last.find("the same command resumes without retraining them") != std::string::npos, last);
+  std::istringstream pids(workers);
+  for (std::string worker; pids >> worker;)
+    BOOST_TEST(run_command("kill -0 " + worker).exit_code != 0, "worker " + worker + " outlived the study");
+
+  std::map<std::string, std::string> before;  // key -> created + result, finished trials only
+  {
+    induct::Store store(dir + "/results.sqlite");
+    for (const auto& t : store.all())
+      if (t.result.status != induct::TrialStatus::kCancelled &&
+          t.result.status != induct::TrialStatus::kError)
+        before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
+  }
+  BOOST_TEST(last.find(std::to_string(before.size()) + " finished trial(s) stored in") != std::string::npos, last);
+  BOOST_TEST(!std::ifstream(dir + "/tiny_nstar.md").good());  // it did not finish
+
+  CommandResult resumed = run_command(kInduct + " run " + study + " --out " + dir);
+  BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
+  BOOST_TEST(read(dir + "/tiny_nstar.md") == read(clean + "/tiny_nstar.md"));
+  induct::Store store(dir + "/results.sqlite");
+  size_t unchanged = 0;
+  for (const auto& t : store.all()) {
+    auto found = before.find(t.key);
+    if (found != before.end()) unchanged += found->second == t.created + YAML::Dump(t.result.to_yaml());
+  }
+  BOOST_TEST(unchanged == before.size());
+}
+
 BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
   CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
   BOOST_TEST(r.exit_code == 1);  // the good ones are listed, and the refusals are an error

@@ -1,0 +1,62 @@
+#include "util/signals.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace induct {
+
+namespace {
+
+volatile sig_atomic_t last_signal = 0;
+volatile sig_atomic_t signal_count = 0;
+int pipe_fds[2] = {-1, -1};
+
+void on_stop_signal(int signal) {
+  const int saved = errno;
+  last_signal = signal;
+  signal_count = signal_count + 1;
+  const char byte = 1;
+  if (pipe_fds[1] >= 0) {
+    const ssize_t written = ::write(pipe_fds[1], &byte, 1);  // a full pipe already wakes poll
+    (void)written;
+  }
+  errno = saved;
+}
+
+}  // namespace
+
+void install_stop_signals() {
+  if (pipe_fds[0] < 0) {
+    if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::runtime_error(std::string("cannot create the signal pipe: ") + std::strerror(errno));
+  }
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
+
+void ignore_stop_signals() {
+  ::signal(SIGINT, SIG_IGN);
+  ::signal(SIGTERM, SIG_IGN);
+}
+
+int stop_signal() { return last_signal; }
+int stop_signals_received() { return signal_count; }
+int stop_signal_fd() { return pipe_fds[0]; }
+
+Interrupted::Interrupted(int signal, size_t cancelled, bool at_once)
+    : std::runtime_error(std::string("stopped by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")),
+      signal_(signal),
+      cancelled_(cancelled),
+      at_once_(at_once) {}
+
+std::string Interrupted::signal_name() const { return signal_ == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+}  // namespace induct

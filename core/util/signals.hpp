@@ -1,0 +1,37 @@
+// SIGINT and SIGTERM (Ctrl-C, `kill`, Slurm's walltime) as a request to stop: the coordinator
+// drains its workers (no new trials, those in flight cancelled and recorded) and exits with a
+// line saying what is stored and that the same command resumes. A second signal stops at once.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace induct {
+
+// Installs the handlers (the coordinator; idempotent). Workers ignore both signals instead:
+// the coordinator cancels them, and they never outlive it (PR_SET_PDEATHSIG).
+void install_stop_signals();
+void ignore_stop_signals();
+
+// The last stop signal received (0: none) and how many have arrived.
+int stop_signal();
+int stop_signals_received();
+// Readable (a byte per signal) once a signal has arrived: for poll() beside other fds.
+int stop_signal_fd();
+
+// Thrown by a runner once it has drained after a stop signal.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted(int signal, size_t cancelled, bool at_once);
+  int signal() const { return signal_; }
+  size_t cancelled() const { return cancelled_; }  // trials in flight that were cancelled
+  bool at_once() const { return at_once_; }        // a second signal: not drained
+  std::string signal_name() const;
+
+ private:
+  int signal_;
+  size_t cancelled_;
+  bool at_once_;
+};
+
+}  // namespace induct
