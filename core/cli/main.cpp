@@ -12,9 +12,9 @@
 #include "report/reports.hpp"
 #include "report/table.hpp"
 #include "study/study.hpp"
-#include "train/pool.hpp"
+#include "exec/runner.hpp"
 #include "util/process.hpp"
-#include "util/signals.hpp"
+#include "exec/signals.hpp"
 #include <torch/version.h>
 
 namespace po = boost::program_options;
@@ -190,16 +190,14 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::Store store(out_dir / "results.sqlite");
   const size_t trials = config.learning_rates.size() * config.seeds.size();
   induct::install_stop_signals();  // from here on Ctrl-C and SIGTERM drain the study
-  induct::WorkerPool pool(induct::default_pool_settings(config.run.workers, config.run.threads,
-                                                        config.run.blas_threads, trials,
-                                                        config.run.device, induct::visible_gpus()));
+  const std::unique_ptr<induct::TrialRunner> runner = induct::make_runner(config.run, trials);
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
   progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
-               std::to_string(cells.size()) + " cell(s), " + std::to_string(pool.parallelism()) +
+               std::to_string(cells.size()) + " cell(s), " + std::to_string(runner->parallelism()) +
                " worker(s) -> " + out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
-  induct::StudyRun run{config, *registry, store, pool, progress, out_dir, std::cout};
+  induct::StudyRun run{config, *registry, store, *runner, progress, out_dir, std::cout};
   int rc = 0;
   try {
     rc = induct::run_study(run, cells);

@@ -78,10 +78,6 @@ std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L
   return {lengths.begin(), lengths.end()};
 }
 
-int visible_gpus() {
-  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
-}
-
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
   if (study.run.device != "cpu") {
     const Options run = study.root.section("run");

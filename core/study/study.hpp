@@ -11,7 +11,7 @@
 #include "plugin/registry.hpp"
 #include "store/store.hpp"
 #include "study/progress.hpp"
-#include "train/pool.hpp"
+#include "exec/runner.hpp"
 #include "train/trial.hpp"
 
 namespace induct {
@@ -40,10 +40,6 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry,
 // Every cell a study will train, prepared (a sharing study's Fixed and Uniform cells
 // included), in order: checks the whole study before anything runs.
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry);
-
-// The GPUs this process sees (0 with a CPU-only LibTorch): what run.device cuda spreads the
-// workers over.
-int visible_gpus();
 
 // The training-set size of a train or lengthgen cell (N, or N_max for "max"); a ConfigError
 // naming the cell when it exceeds N_max or the cell has nothing to train on.

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/study_config.hpp"
+#include "data/dataset.hpp"
+#include "train/settings.hpp"
 
 namespace induct {
 

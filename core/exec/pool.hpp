@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "train/protocol.hpp"
+#include "exec/protocol.hpp"
 #include "train/trial.hpp"
 
 namespace induct {
@@ -50,7 +50,7 @@ class TrialRunner {
  public:
   virtual ~TrialRunner() = default;
   // Runs what the source hands out until it has nothing left and nothing runs. After a stop
-  // signal (util/signals.hpp) it hands out nothing more, cancels the trials in flight, waits
+  // signal (exec/signals.hpp) it hands out nothing more, cancels the trials in flight, waits
   // for them and throws Interrupted; after a second one it throws at once.
   virtual void run(TrialSource& source) = 0;
   virtual int parallelism() const = 0;

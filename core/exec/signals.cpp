@@ -1,4 +1,4 @@
-#include "util/signals.hpp"
+#include "exec/signals.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

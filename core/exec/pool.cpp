@@ -1,4 +1,4 @@
-#include "train/pool.hpp"
+#include "exec/pool.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "util/signals.hpp"
+#include "exec/signals.hpp"
 
 extern char** environ;
 

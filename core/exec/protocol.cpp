@@ -1,4 +1,4 @@
-#include "train/protocol.hpp"
+#include "exec/protocol.hpp"
 
 #include <unistd.h>
 

@@ -8,9 +8,9 @@
 
 #include "plugin/registry.hpp"
 #include "train/components.hpp"
-#include "train/pool.hpp"
+#include "exec/pool.hpp"
 #include "util/process.hpp"
-#include "util/signals.hpp"
+#include "exec/signals.hpp"
 
 namespace induct {
 

@@ -1,0 +1,16 @@
+#include "exec/runner.hpp"
+
+#include <torch/cuda.h>
+
+namespace induct {
+
+int visible_gpus() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
+std::unique_ptr<TrialRunner> make_runner(const RunSettings& run, size_t trials_per_step) {
+  return std::make_unique<WorkerPool>(default_pool_settings(
+      run.workers, run.threads, run.blas_threads, trials_per_step, run.device, visible_gpus()));
+}
+
+}  // namespace induct

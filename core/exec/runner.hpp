@@ -1,0 +1,21 @@
+// The execution layer's one seam: what runs a study's trials, chosen from its run settings.
+// core/exec/ owns the runners, the worker processes and their wire protocol; core/train/ the
+// training itself (a worker calls run_trial).
+#pragma once
+
+#include <memory>
+
+#include "config/study_config.hpp"
+#include "exec/pool.hpp"
+
+namespace induct {
+
+// The GPUs this process sees (0 with a CPU-only LibTorch): what run.device cuda spreads the
+// workers over.
+int visible_gpus();
+
+// The runner of `induct run`: worker processes on this machine, sized by default_pool_settings
+// from `run` for steps of `trials_per_step` configurations.
+std::unique_ptr<TrialRunner> make_runner(const RunSettings& run, size_t trials_per_step);
+
+}  // namespace induct
