@@ -2,6 +2,7 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -37,10 +38,17 @@ std::vector<std::string> visible_gpu_ids(const char* cuda_visible_devices, int c
   return ids;
 }
 
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
                                    const std::string& device, int visible_gpus) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int cores = usable_cores();
   PoolSettings s;
   s.threads = std::max(1, configured_threads);
   if (device == "cpu") {

@@ -79,6 +79,10 @@ inline constexpr int kDefaultWorkersPerGpu = 4;
 // default and spare cores given to BLAS (docs/performance.md has the measurements behind
 // this). With `device` cuda: `configured_workers` (default kDefaultWorkersPerGpu) workers per
 // visible GPU, `visible_gpus` of them, spread over the GPUs; with cuda:N that many on GPU N.
+// The cores this process may run on: its CPU affinity (what taskset, Slurm's task binding
+// and cgroup cpusets leave it), not every core of the machine.
+int usable_cores();
+
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
                                    const std::string& device = "cpu", int visible_gpus = 0);

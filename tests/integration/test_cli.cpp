@@ -105,6 +105,15 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(trials.find("study,cell,N,lr,seed,status") == 0u, trials);
 }
 
+// The default worker count follows the cores the process may use (taskset, Slurm's binding),
+// not every core of the machine.
+BOOST_AUTO_TEST_CASE(default_workers_follow_the_cpu_affinity) {
+  std::string dir = temp_dir("affinity");
+  CommandResult r = run_command("taskset -c 0 " + kInduct + " run " + kTiny + " --set run.workers=0 --out " + dir);
+  BOOST_TEST(r.exit_code == 0, r.output);
+  BOOST_TEST(r.output.find("1 cell(s), 1 worker(s)") != std::string::npos, r.output);
+}
+
 // A study killed mid-way (SIGKILL, no chance to clean up) and run again completes with the
 // same table as an uninterrupted run, and trials finished before the kill are not retrained.
 BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
