@@ -15,6 +15,7 @@
 #include "exec/runner.hpp"
 #include "util/process.hpp"
 #include "exec/signals.hpp"
+#include "exec/status.hpp"
 #include <torch/version.h>
 
 namespace po = boost::program_options;
@@ -32,6 +33,8 @@ commands:
   validate STUDY.yaml [--set key.path=value]...
                       check a study and print the cells it would run
   report DIR          write the paper's tables and figures from DIR/results.sqlite
+  status DIR          what the study writing DIR has done and is doing (also from another
+                      machine: it reads DIR/status.yaml, not the store)
   plugins             list the models and tasks of every plugin on the plugin path
 
 global options:
@@ -197,7 +200,10 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                " worker(s) -> " + out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
-  induct::StudyRun run{config, *registry, store, *runner, progress, out_dir, std::cout};
+  induct::StatusFile status(out_dir, config.name, config.kind, cells.size(), runner->parallelism(),
+                            [&store] { return store.outcomes().size(); });
+  induct::StatusRunner tracked(*runner, status);
+  induct::StudyRun run{config, *registry, store, tracked, progress, out_dir, std::cout};
   int rc = 0;
   try {
     rc = induct::run_study(run, cells);
@@ -214,11 +220,23 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                  induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
                  std::to_string(finished) + " finished trial(s) stored in " + store.file().string() +
                  "; the same command resumes without retraining them");
+    status.set_state(e.what());
     return 128 + e.signal();
   }
+  status.set_state("finished");
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";
   return rc;
+}
+
+int command_status(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help") {
+    std::cout << "usage: induct status DIR\n\nPrints what the study writing DIR has done and is doing "
+                 "(DIR/status.yaml, which `induct run` rewrites as it runs), without opening its store.\n";
+    return args.empty() ? 2 : 0;
+  }
+  std::cout << induct::describe_status(args[0]);
+  return 0;
 }
 
 int command_report(const std::vector<std::string>& args) {
@@ -279,6 +297,7 @@ int main(int argc, char** argv) {
     if (command == "run") return command_run(rest, global);
     if (command == "validate") return command_validate(rest, global);
     if (command == "report") return command_report(rest);
+    if (command == "status") return command_status(rest);
     if (command == "plugins") {
       if (!rest.empty() && rest[0] == "--help") {
         std::cout << kUsage;
@@ -286,7 +305,7 @@ int main(int argc, char** argv) {
       }
       return command_plugins(global);
     }
-    std::cerr << "induct: unknown command '" << command << "' (commands: run, validate, report, plugins)\n";
+    std::cerr << "induct: unknown command '" << command << "' (commands: run, validate, report, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -149,6 +149,9 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   }
   BOOST_TEST(!before.empty());
   BOOST_TEST(!std::ifstream(killed + "/tiny_nstar.md").good());  // it did not finish
+  CommandResult status = run_command(kInduct + " status " + killed);  // from the status file
+  BOOST_TEST(status.output.find("state: running") != std::string::npos, status.output);
+  BOOST_TEST(status.output.find("its process is gone") != std::string::npos, status.output);
 
   CommandResult resumed = run_command(kInduct + " run " + study + " --out " + killed);
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
@@ -213,10 +216,17 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   }
   BOOST_TEST(last.find(std::to_string(before.size()) + " finished trial(s) stored in") != std::string::npos, last);
   BOOST_TEST(!std::ifstream(dir + "/tiny_nstar.md").good());  // it did not finish
+  CommandResult stopped = run_command(kInduct + " status " + dir);
+  BOOST_TEST(stopped.exit_code == 0, stopped.output);
+  BOOST_TEST(stopped.output.find("state: stopped by SIGTERM") != std::string::npos, stopped.output);
+  BOOST_TEST(stopped.output.find("running: 0") != std::string::npos, stopped.output);
 
   CommandResult resumed = run_command(kInduct + " run " + study + " --out " + dir);
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   BOOST_TEST(read(dir + "/tiny_nstar.md") == read(clean + "/tiny_nstar.md"));
+  CommandResult finished = run_command(kInduct + " status " + dir);
+  BOOST_TEST(finished.output.find("state: finished") != std::string::npos, finished.output);
+  BOOST_TEST(finished.output.find("outcomes stored: 1\n") != std::string::npos, finished.output);
   induct::Store store(dir + "/results.sqlite");
   size_t unchanged = 0;
   for (const auto& t : store.all()) {

@@ -1,0 +1,239 @@
+#include "exec/status.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "report/table.hpp"
+#include "study/progress.hpp"
+
+namespace induct {
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string utc(std::time_t t) {
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Alive and not a zombie (a killed coordinator nobody has reaped yet).
+bool process_alive(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+StatusFile::StatusFile(std::filesystem::path dir, std::string study, std::string kind, size_t cells,
+                       int workers, std::function<size_t()> decided)
+    : file_(dir / "status.yaml"),
+      study_(std::move(study)),
+      kind_(std::move(kind)),
+      started_(utc(std::time(nullptr))),
+      cells_(cells),
+      workers_(workers),
+      decided_(std::move(decided)),
+      begin_(std::chrono::steady_clock::now()) {
+  write(true);
+}
+
+StatusFile::~StatusFile() {
+  if (state_ != "running") return;
+  state_ = "ended by an error (its message is the study's last line)";
+  running_.clear();
+  try {
+    write(true);
+  } catch (...) {
+  }
+}
+
+void StatusFile::set_state(const std::string& state) {
+  state_ = state;
+  if (state_ != "running") running_.clear();
+  write(true);
+}
+
+void StatusFile::started(size_t id, const TrialSpec& trial) {
+  Running r;
+  r.cell = cell_label(trial.cell);
+  r.configuration = trial.configuration();
+  r.n = trial.n;
+  r.max_steps = trial.training.max_steps;
+  r.since = std::chrono::steady_clock::now();
+  running_[id] = r;
+  write(true);
+}
+
+void StatusFile::progressed(size_t id, int64_t step, double val_loss) {
+  auto found = running_.find(id);
+  if (found == running_.end()) return;
+  found->second.step = step;
+  found->second.val_loss = val_loss;
+  write(false);
+}
+
+void StatusFile::ended(size_t id, const TrialResult& result, bool record_only) {
+  running_.erase(id);
+  ++ended_[record_only ? "cancelled by the stop" : to_string(result.status)];
+  steps_ += result.steps;
+  write(true);
+}
+
+void StatusFile::write(bool now) {
+  if (!now && seconds_since(last_write_) < 1.0) return;
+  last_write_ = std::chrono::steady_clock::now();
+  const double elapsed = seconds_since(begin_);
+  YAML::Node out;
+  out["study"] = study_;
+  out["kind"] = kind_;
+  out["state"] = state_;
+  out["host"] = host_name();
+  out["pid"] = static_cast<long>(::getpid());
+  out["started"] = started_;
+  out["updated"] = utc(std::time(nullptr));
+  out["updated_epoch"] = static_cast<long long>(std::time(nullptr));
+  out["elapsed_s"] = elapsed;
+  out["cells"] = cells_;
+  out["workers"] = workers_;
+  out["outcomes_stored"] = decided_ ? decided_() : 0;
+  int64_t steps = steps_;
+  double left = 0;  // the longest of the running trials' remaining times at their own rates
+  YAML::Node running(YAML::NodeType::Sequence);
+  for (const auto& [id, r] : running_) {
+    YAML::Node t;
+    t["cell"] = r.cell;
+    t["N"] = r.n;
+    t["configuration"] = r.configuration;
+    t["step"] = r.step;
+    t["max_steps"] = r.max_steps;
+    t["val_loss"] = r.val_loss;
+    running.push_back(t);
+    steps += r.step;
+    const double ran = seconds_since(r.since);
+    if (r.step > 0) left = std::max(left, ran / r.step * (r.max_steps - r.step));
+  }
+  for (const auto& [status, count] : ended_) out["trials_ended"][status] = count;
+  out["steps"] = steps;
+  out["steps_per_s"] = elapsed > 0 ? steps / elapsed : 0;
+  out["running"] = running;
+  out["running_left_s"] = left;
+  YAML::Emitter text;
+  text << out;
+  write_file_atomically(file_.string(), std::string("# written by induct run while it runs; `induct status DIR` reads it\n") +
+                                            text.c_str() + "\n");
+}
+
+void StatusRunner::run(TrialSource& source) {
+  struct Relay final : TrialSource {
+    TrialSource& inner;
+    StatusFile& status;
+    size_t& next_id;
+    std::map<size_t, std::pair<size_t, const TrialSpec*>> ids;  // ticket -> (id, trial)
+    Relay(TrialSource& i, StatusFile& s, size_t& n) : inner(i), status(s), next_id(n) {}
+    std::optional<Job> next() override {
+      auto job = inner.next();
+      if (job) ids[job->ticket] = {next_id++, job->trial};
+      return job;
+    }
+    void on_start(size_t ticket) override {
+      const auto& [id, trial] = ids.at(ticket);
+      status.started(id, *trial);
+      inner.on_start(ticket);
+    }
+    void on_progress(size_t ticket, const EvalPoint& point, double best) override {
+      status.progressed(ids.at(ticket).first, point.step, point.val_loss);
+      inner.on_progress(ticket, point, best);
+    }
+    std::vector<size_t> on_done(size_t ticket, const TrialResult& result) override {
+      status.ended(ids.at(ticket).first, result, false);
+      ids.erase(ticket);
+      return inner.on_done(ticket, result);
+    }
+    void on_abandoned(size_t ticket, const TrialResult& result) override {
+      status.ended(ids.at(ticket).first, result, true);
+      ids.erase(ticket);
+      inner.on_abandoned(ticket, result);
+    }
+  } relay(source, status_, next_id_);
+  inner_.run(relay);
+}
+
+std::string describe_status(const std::filesystem::path& dir) {
+  const auto file = dir / "status.yaml";
+  if (!std::filesystem::exists(file))
+    throw std::runtime_error(file.string() + ": no such file (is " + dir.string() +
+                             " the --out folder of `induct run`?)");
+  YAML::Node s;
+  try {
+    s = YAML::LoadFile(file.string());
+  } catch (const YAML::Exception& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+  const std::string state = s["state"].as<std::string>();
+  const std::string host = s["host"].as<std::string>();
+  const long pid = s["pid"].as<long>();
+  const long long age = std::time(nullptr) - s["updated_epoch"].as<long long>();
+  std::ostringstream out;
+  out << s["kind"].as<std::string>() << " study '" << s["study"].as<std::string>() << "' in "
+      << dir.string() << ": " << s["cells"].as<size_t>() << " cell(s), " << s["workers"].as<int>()
+      << " worker(s), coordinator pid " << pid << " on " << host << "\n";
+  out << "state: " << state << " (started " << s["started"].as<std::string>() << ", "
+      << (state == "running" ? "" : "ran ") << format_duration(s["elapsed_s"].as<double>())
+      << (state == "running" ? " in" : "") << "; last update "
+      << format_duration(static_cast<double>(age)) << " ago)\n";
+  const bool gone = state == "running" && host == host_name() && !process_alive(pid);
+  if (state == "running") {
+    if (gone)
+      out << "  its process is gone (killed, or its machine stopped): the trials it ran are "
+             "stored; the same `induct run` command resumes\n";
+    else if (host != host_name())
+      out << "  running on another machine: this file is as of its last update\n";
+  }
+  out << "outcomes stored: " << s["outcomes_stored"].as<size_t>() << "\n";
+  size_t ended = 0;
+  std::string by_status;
+  for (const auto& entry : s["trials_ended"]) {
+    ended += entry.second.as<size_t>();
+    by_status += (by_status.empty() ? "" : ", ") + entry.first.as<std::string>() + " " +
+                 entry.second.as<std::string>();
+  }
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.1f", s["steps_per_s"].as<double>());
+  out << "trials ended since it started: " << ended << (by_status.empty() ? "" : " (" + by_status + ")")
+      << "; " << s["steps"].as<int64_t>() << " optimisation steps, "
+      << rate << " steps/s\n";
+  const YAML::Node running = s["running"];
+  out << (gone ? "running when it stopped: " : "running: ") << running.size() << "\n";
+  for (const auto& t : running)
+    out << "  " << t["cell"].as<std::string>() << " N=" << t["N"].as<uint64_t>() << " "
+        << t["configuration"].as<std::string>() << ": step " << t["step"].as<int64_t>() << " of "
+        << t["max_steps"].as<int64_t>() << ", val loss " << format_number(t["val_loss"].as<double>(), 4)
+        << "\n";
+  if (running.size() > 0 && !gone)
+    out << "the trials running now end within " << format_duration(s["running_left_s"].as<double>())
+        << " at most, at their own rates so far (searches then choose their next sizes from "
+           "the results, so the whole study's time left is not known in advance)\n";
+  return out.str();
+}
+
+}  // namespace induct

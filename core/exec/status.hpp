@@ -1,0 +1,66 @@
+// DIR/status.yaml: what a study's coordinator has done and is doing, rewritten (atomically)
+// at every trial's start and end, at most once a second for training progress, so `induct status DIR`
+// can tell from a login node, without opening the store the coordinator writes.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "exec/pool.hpp"
+
+namespace induct {
+
+class StatusFile {
+ public:
+  // `decided`: how many outcomes (cells or searches concluded) the store holds now.
+  StatusFile(std::filesystem::path dir, std::string study, std::string kind, size_t cells,
+             int workers, std::function<size_t()> decided);
+  ~StatusFile();  // a study that ends by an exception: state "ended by an error"
+  // running | finished | "stopped by SIGTERM" | ...; written at once.
+  void set_state(const std::string& state);
+
+  void started(size_t id, const TrialSpec& trial);
+  void progressed(size_t id, int64_t step, double val_loss);
+  void ended(size_t id, const TrialResult& result, bool record_only);
+
+ private:
+  struct Running {
+    std::string cell, configuration;
+    uint64_t n = 0;
+    int64_t step = 0, max_steps = 0;
+    double val_loss = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  void write(bool now);
+
+  std::filesystem::path file_;
+  std::string study_, kind_, state_ = "running", started_;
+  size_t cells_;
+  int workers_;
+  std::function<size_t()> decided_;
+  std::map<size_t, Running> running_;
+  std::map<std::string, size_t> ended_;  // by status
+  int64_t steps_ = 0;                    // optimisation steps of the trials that ended
+  std::chrono::steady_clock::time_point begin_, last_write_;
+};
+
+// A runner that tells a StatusFile about every trial of the runner it wraps.
+class StatusRunner final : public TrialRunner {
+ public:
+  StatusRunner(TrialRunner& inner, StatusFile& status) : inner_(inner), status_(status) {}
+  void run(TrialSource& source) override;
+  int parallelism() const override { return inner_.parallelism(); }
+
+ private:
+  TrialRunner& inner_;
+  StatusFile& status_;
+  size_t next_id_ = 0;
+};
+
+// `induct status DIR`: the status file as a person reads it (and whether its writer is alive).
+std::string describe_status(const std::filesystem::path& dir);
+
+}  // namespace induct
