@@ -12,6 +12,7 @@
 #include "report/reports.hpp"
 #include "report/table.hpp"
 #include "study/study.hpp"
+#include "exec/mpi.hpp"
 #include "exec/runner.hpp"
 #include "util/process.hpp"
 #include "exec/signals.hpp"
@@ -294,7 +295,18 @@ int main(int argc, char** argv) {
       if (rest.size() == 2 && rest[0] == "--threads") threads = std::stoi(rest[1]);
       return induct::worker_main(threads);
     }
-    if (command == "run") return command_run(rest, global);
+    if (command == "run") {
+#ifdef INDUCT_HAVE_MPI
+      if (induct::launched_as_mpi_job()) {  // rank 0 runs the study; the others its trials
+        if (induct::start_mpi() != 0) return induct::mpi_rank_main();
+        struct Stop {
+          ~Stop() { induct::stop_mpi(); }
+        } stop;
+        return command_run(rest, global);
+      }
+#endif
+      return command_run(rest, global);
+    }
     if (command == "validate") return command_validate(rest, global);
     if (command == "report") return command_report(rest);
     if (command == "status") return command_status(rest);

@@ -47,8 +47,8 @@ int usable_cores() {
 
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
-                                   const std::string& device, int visible_gpus) {
-  const int cores = usable_cores();
+                                   const std::string& device, int visible_gpus, int cores) {
+  if (cores <= 0) cores = usable_cores();
   PoolSettings s;
   s.threads = std::max(1, configured_threads);
   if (device == "cpu") {
@@ -188,35 +188,35 @@ void TrialRunner::run_list(const std::vector<TrialSpec>& trials, const RunCallba
 
 void WorkerPool::run(TrialSource& source) {
   size_t running = 0;
+  auto cancel = [&](size_t ticket) {
+    for (auto& w : workers_)
+      if (w.trial == static_cast<long>(ticket) && !w.cancel_sent) {
+        YAML::Node message;
+        message["type"] = "cancel";
+        message["job"] = w.job;
+        write_message(w.to_worker, message);
+        w.cancel_sent = true;
+      }
+  };
   auto finish = [&](size_t ticket, const TrialResult& result) {
-    for (size_t cancel : source.on_done(ticket, result))
-      for (auto& w : workers_)
-        if (w.trial == static_cast<long>(cancel) && !w.cancel_sent) {
-          YAML::Node message;
-          message["type"] = "cancel";
-          message["job"] = w.job;
-          write_message(w.to_worker, message);
-          w.cancel_sent = true;
-        }
+    for (size_t c : source.on_done(ticket, result)) cancel(c);
   };
   std::optional<TrialSource::Job> pending;  // handed out, not yet sent to a worker
   bool draining = false;
   size_t drained = 0;  // trials in flight when the stop signal came
 
   for (;;) {
-    if (stop_signal() != 0 && !draining) {
+    if (settings_.drain_on_signal && stop_signal() != 0 && !draining) {
       draining = true;
       for (auto& w : workers_)
         if (w.trial >= 0 && !w.cancel_sent) {
-          YAML::Node message;
-          message["type"] = "cancel";
-          message["job"] = w.job;
-          write_message(w.to_worker, message);
-          w.cancel_sent = true;
+          cancel(static_cast<size_t>(w.trial));
           ++drained;
         }
     }
-    if (stop_signals_received() > 1) throw Interrupted(stop_signal(), running, true);
+    if (settings_.drain_on_signal && stop_signals_received() > 1)
+      throw Interrupted(stop_signal(), running, true);
+    for (size_t c : source.cancels()) cancel(c);
     // Hand out work: idle workers first, then new ones up to the pool size.
     for (; !draining;) {
       auto idle = std::find_if(workers_.begin(), workers_.end(),
@@ -252,14 +252,14 @@ void WorkerPool::run(TrialSource& source) {
     }
     if (running == 0) {
       if (draining) throw Interrupted(stop_signal(), drained, false);
-      break;
+      if (!source.open()) break;
     }
 
     std::vector<pollfd> fds;
     for (auto& w : workers_) fds.push_back({w.reader->fd(), POLLIN, 0});
     const size_t worker_fds = fds.size();
     if (stop_signal_fd() >= 0) fds.push_back({stop_signal_fd(), POLLIN, 0});
-    int ready = ::poll(fds.data(), fds.size(), -1);
+    int ready = ::poll(fds.data(), fds.size(), source.wait_ms());
     if (ready < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));

@@ -36,6 +36,12 @@ class TrialSource {
   // Instead of on_done, for a trial that a stop signal cancelled (or whose worker died while
   // the run drained): a record for the store, not a result of its step.
   virtual void on_abandoned(size_t /*ticket*/, const TrialResult& /*result*/) {}
+  // For a source fed from elsewhere (an MPI rank's relay, exec/mpi.cpp): the runner keeps
+  // running while open() even with nothing to do, waits at most wait_ms() (-1: until a
+  // trial reports) before asking again, and cancels the tickets cancels() returns.
+  virtual bool open() const { return false; }
+  virtual int wait_ms() const { return -1; }
+  virtual std::vector<size_t> cancels() { return {}; }
 };
 
 struct RunCallbacks {
@@ -68,6 +74,9 @@ struct PoolSettings {
   // workers' environment keeps the coordinator's CUDA_VISIBLE_DEVICES.
   std::vector<std::string> gpus;
   std::string worker_executable;  // the induct binary (default: this process's executable)
+  // Stop signals drain the pool and throw Interrupted (false: an MPI rank's relay, which
+  // forwards them to rank 0 and cancels what rank 0 says).
+  bool drain_on_signal = true;
 };
 
 // Workers per GPU when run.workers is 0 and run.device is cuda or cuda:N. Small trainings
@@ -85,7 +94,8 @@ int usable_cores();
 
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
-                                   const std::string& device = "cpu", int visible_gpus = 0);
+                                   const std::string& device = "cpu", int visible_gpus = 0,
+                                   int cores = 0 /* 0: usable_cores() */);
 
 // The CUDA_VISIBLE_DEVICES entries of `count` visible GPUs: the variable's own entries when
 // it is set (`cuda_visible_devices` non-null), else 0..count-1.

@@ -2,6 +2,10 @@
 
 #include <torch/cuda.h>
 
+#ifdef INDUCT_HAVE_MPI
+#include "exec/mpi.hpp"
+#endif
+
 namespace induct {
 
 int visible_gpus() {
@@ -9,6 +13,9 @@ int visible_gpus() {
 }
 
 std::unique_ptr<TrialRunner> make_runner(const RunSettings& run, size_t trials_per_step) {
+#ifdef INDUCT_HAVE_MPI
+  if (auto cluster = make_mpi_runner(run, trials_per_step)) return cluster;
+#endif
   return std::make_unique<WorkerPool>(default_pool_settings(
       run.workers, run.threads, run.blas_threads, trials_per_step, run.device, visible_gpus()));
 }

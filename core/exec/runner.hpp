@@ -14,8 +14,9 @@ namespace induct {
 // workers over.
 int visible_gpus();
 
-// The runner of `induct run`: worker processes on this machine, sized by default_pool_settings
-// from `run` for steps of `trials_per_step` configurations.
+// The runner of `induct run`: in an MPI job (exec/mpi.hpp) rank 0's runner over the other
+// ranks; otherwise worker processes on this machine, sized by default_pool_settings from
+// `run` for steps of `trials_per_step` configurations.
 std::unique_ptr<TrialRunner> make_runner(const RunSettings& run, size_t trials_per_step);
 
 }  // namespace induct
