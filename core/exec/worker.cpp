@@ -36,15 +36,14 @@ class WorkerObserver final : public TrainObserver {
   }
 
   bool should_stop() override {
-    if (cancelled_) return true;
-    pollfd fd{kJobsFd, POLLIN, 0};
-    while (::poll(&fd, 1, 0) > 0) {
-      if (!jobs_.read_available()) ::_exit(0);  // the coordinator is gone
+    // Messages read along with the job (a cancel sent right after it) come first.
+    for (pollfd fd{kJobsFd, POLLIN, 0};;) {
       YAML::Node message;
       while (jobs_.pop(message))
         if (message["type"].as<std::string>() == "cancel" && message["job"].as<uint64_t>() == job_)
           cancelled_ = true;
-      if (cancelled_) break;
+      if (cancelled_ || ::poll(&fd, 1, 0) <= 0) break;
+      if (!jobs_.read_available()) ::_exit(0);  // the coordinator is gone
     }
     return cancelled_;
   }
