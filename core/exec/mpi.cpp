@@ -238,10 +238,7 @@ class MpiRunner final : public TrialRunner {
       const int signal = stop_signal() != 0 ? stop_signal() : remote_signal_;
       if (signal != 0 && !draining) {
         draining = true;
-        for (const auto& [ticket, rank] : running) {
-          cancel(ticket);
-          ++drained;
-        }
+        for (const auto& [ticket, rank] : running) cancel(ticket);
       }
       if (stop_signals_received() > 1) throw Interrupted(signal, running.size(), true);
       while (!draining) {
@@ -284,10 +281,12 @@ class MpiRunner final : public TrialRunner {
         cancel_sent.erase(ticket);
         ++free_[from];
         const TrialResult result = TrialResult::from_yaml(m["result"]);
-        if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError))
+        if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
           source.on_abandoned(ticket, result);
-        else
+          ++drained;
+        } else {
           for (size_t c : source.on_done(ticket, result)) cancel(c);
+        }
       }
     }
   }

@@ -203,7 +203,7 @@ void WorkerPool::run(TrialSource& source) {
   };
   std::optional<TrialSource::Job> pending;  // handed out, not yet sent to a worker
   bool draining = false;
-  size_t drained = 0;  // trials in flight when the stop signal came
+  size_t drained = 0;  // trials the stop signal cancelled, recorded through on_abandoned
 
   for (;;) {
     if (settings_.drain_on_signal && stop_signal() != 0 && !draining) {
@@ -211,7 +211,6 @@ void WorkerPool::run(TrialSource& source) {
       for (auto& w : workers_)
         if (w.trial >= 0 && !w.cancel_sent) {
           cancel(static_cast<size_t>(w.trial));
-          ++drained;
         }
     }
     if (settings_.drain_on_signal && stop_signals_received() > 1)
@@ -271,10 +270,12 @@ void WorkerPool::run(TrialSource& source) {
     }
     // What a trial's end means: a result, or during a drain a record of what was cancelled.
     auto end = [&](size_t index, const TrialResult& result) {
-      if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError))
+      if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
         source.on_abandoned(index, result);
-      else
+        ++drained;
+      } else {
         finish(index, result);
+      }
     };
     for (size_t k = 0; k < worker_fds; ++k) {
       if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
