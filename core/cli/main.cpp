@@ -197,8 +197,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   const std::unique_ptr<induct::TrialRunner> runner = induct::make_runner(config.run, trials);
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
   progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
-               std::to_string(cells.size()) + " cell(s), " + std::to_string(runner->parallelism()) +
-               " worker(s) -> " + out_dir.string());
+               std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " + out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
   induct::StatusFile status(out_dir, config.name, config.kind, cells.size(), runner->parallelism(),

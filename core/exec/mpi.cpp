@@ -216,10 +216,18 @@ class MpiRunner final : public TrialRunner {
       }
       free_[from] = m["slots"].as<int>();
       slots_ += free_[from];
+      hosts_[m["host"].as<std::string>()] += free_[from];
       ++ready;
     }
   }
   int parallelism() const override { return slots_; }
+  std::string describe() const override {
+    std::string out = std::to_string(slots_) + " worker(s) on " + std::to_string(free_.size() - 1) +
+                      " MPI rank(s) (";
+    for (auto it = hosts_.begin(); it != hosts_.end(); ++it)
+      out += (it == hosts_.begin() ? "" : ", ") + it->first + ": " + std::to_string(it->second);
+    return out + ")";
+  }
 
   void run(TrialSource& source) override {
     std::map<size_t, int> running;  // ticket -> rank
@@ -294,6 +302,7 @@ class MpiRunner final : public TrialRunner {
  private:
   std::vector<int> free_;  // free worker slots per rank (rank 0: none)
   int slots_ = 0;
+  std::map<std::string, int> hosts_;  // worker slots per host
   int remote_signal_ = 0;
 };
 

@@ -60,6 +60,8 @@ class TrialRunner {
   // for them and throws Interrupted; after a second one it throws at once.
   virtual void run(TrialSource& source) = 0;
   virtual int parallelism() const = 0;
+  // Where the trials run, for the first line of `induct run` ("4 worker(s)").
+  virtual std::string describe() const { return std::to_string(parallelism()) + " worker(s)"; }
   // Runs a fixed list in order, most promising first (the caller orders them), calling back
   // on the calling thread. Returns when every trial has ended.
   void run_list(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks);

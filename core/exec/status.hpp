@@ -53,6 +53,7 @@ class StatusRunner final : public TrialRunner {
   StatusRunner(TrialRunner& inner, StatusFile& status) : inner_(inner), status_(status) {}
   void run(TrialSource& source) override;
   int parallelism() const override { return inner_.parallelism(); }
+  std::string describe() const override { return inner_.describe(); }
 
  private:
   TrialRunner& inner_;
