@@ -23,6 +23,9 @@ namespace induct {
 namespace {
 
 constexpr int kTag = 7;
+// How often a rank looks for messages when it has nothing else to wait on: the most a job or a
+// cancel waits before it is seen (MPI offers no file descriptor to poll with the pipes).
+constexpr int kPollMs = 10;
 std::unique_ptr<boost::mpi::environment> environment;
 bool stopped = false;
 struct {
@@ -141,7 +144,7 @@ class Relay final : public TrialSource {
     return {};
   }
   bool open() const override { return !closed_; }
-  int wait_ms() const override { return 2; }
+  int wait_ms() const override { return kPollMs; }
   std::vector<size_t> cancels() override {
     pump();
     std::vector<size_t> out;
@@ -207,7 +210,7 @@ class MpiRunner final : public TrialRunner {
       YAML::Node m;
       int from = 0;
       if (!mailbox().receive(m, from)) {
-        nap(2);
+        nap(kPollMs);
         continue;
       }
       if (m["type"].as<std::string>() == "signal") {
@@ -271,7 +274,7 @@ class MpiRunner final : public TrialRunner {
       YAML::Node m;
       int from = 0;
       if (!mailbox().receive(m, from)) {
-        nap(2);
+        nap(kPollMs);
         continue;
       }
       const std::string type = m["type"].as<std::string>();
@@ -354,7 +357,7 @@ int mpi_rank_main() {
       }
       break;
     }
-    nap(2);
+    nap(kPollMs);
   }
   // Ranks that share this machine share its cores (unless the launcher bound each to its own)
   // and its GPUs; the coordinator (rank 0) runs no trials.
