@@ -2,7 +2,9 @@
 # Runs every ground-truth study of this folder (detector off), then replays the recommended
 # detector on each store. Rerunning resumes: stored trials are not trained again.
 #   bench/detector/run_ground_truth.sh [OUT_DIR] [DETECTOR_CHECK_OPTIONS...]
-# OUT_DIR defaults to runs/ground_truth; each study writes OUT_DIR/<study name>/.
+# OUT_DIR defaults to runs/ground_truth; each study writes OUT_DIR/<study name>/. A study
+# whose store is not there yet starts from its saved store in results/ (save_ground_truth.sh),
+# so runs on different machines add up. STUDIES="gt_a gt_b" runs only those.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -10,10 +12,15 @@ out=${1:-runs/ground_truth}
 [ $# -gt 0 ] && shift
 rules=${*:---window 8000 --improvement 0.1 --fraction 0.5 --projection 0 --margin 0.2}
 # Cheapest first, so that an interrupted run has the most configurations.
-studies="gt_parity_outcome_fixed_l5 gt_z3_outcome_fixed_l5 gt_z5_outcome_fixed_l5
+studies=${STUDIES:-"gt_parity_outcome_fixed_l5 gt_z3_outcome_fixed_l5 gt_z5_outcome_fixed_l5
 gt_gpt2_cot_parity_uniform_l10 gt_parity_outcome_fixed_l10 gt_parity_outcome_l10_uniform_s2l
-gt_acot_z5_uniform_l10 gt_parity_outcome_l20"
+gt_acot_z5_uniform_l10 gt_parity_outcome_l20"}
 for s in $studies; do
+  if [ ! -f "$out/$s/results.sqlite" ] && [ -f "$here/results/$s.sqlite.gz" ]; then
+    mkdir -p "$out/$s"
+    gunzip -c "$here/results/$s.sqlite.gz" > "$out/$s/results.sqlite"
+    echo "$s: starting from results/$s.sqlite.gz"
+  fi
   "$root/build/bin/induct" run "$here/$s.yaml" --out "$out/$s"
 done
 status=0
