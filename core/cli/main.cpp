@@ -295,15 +295,21 @@ int main(int argc, char** argv) {
       return induct::worker_main(threads);
     }
     if (command == "run") {
+      if (const int tasks = induct::launcher_tasks(); tasks > 1) {  // one rank of an MPI job
 #ifdef INDUCT_HAVE_MPI
-      if (induct::launched_as_mpi_job()) {  // rank 0 runs the study; the others its trials
-        if (induct::start_mpi() != 0) return induct::mpi_rank_main();
+        if (induct::start_mpi() != 0) return induct::mpi_rank_main();  // runs rank 0's trials
         struct Stop {
           ~Stop() { induct::stop_mpi(); }
         } stop;
-        return command_run(rest, global);
-      }
+        return command_run(rest, global);  // rank 0 runs the study
+#else
+        throw induct::ConfigError(
+            "induct run: started as one of " + std::to_string(tasks) +
+            " tasks of a parallel launch (mpirun, srun), but this induct has no MPI runner, so "
+            "each would run the whole study into the same folder; install Open MPI and Boost.MPI "
+            "(scripts/setup.sh) and rebuild, or start one `induct run` (docs/cluster.md)");
 #endif
+      }
       return command_run(rest, global);
     }
     if (command == "validate") return command_validate(rest, global);

@@ -311,14 +311,6 @@ class MpiRunner final : public TrialRunner {
 
 }  // namespace
 
-bool launched_as_mpi_job() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"})
-    if (const char* v = std::getenv(name)) return std::atoi(v) > 1;
-  if (std::getenv("PMIX_RANK") || std::getenv("PMI_RANK"))  // srun --mpi=pmix without a size
-    if (const char* v = std::getenv("SLURM_NTASKS")) return std::atoi(v) > 1;
-  return false;
-}
-
 int start_mpi() {
   environment = std::make_unique<boost::mpi::environment>(false);  // errors end with our message, not MPI_Abort
   // Which ranks share this machine (collective: every rank takes part, right at the start).
@@ -330,6 +322,13 @@ int start_mpi() {
   MPI_Allreduce(MPI_IN_PLACE, &coordinator_here, 1, MPI_INT, MPI_MAX, local);
   node.with_coordinator = coordinator_here != 0;
   MPI_Comm_free(&local);
+  const int tasks = launcher_tasks();
+  if (world_size() != tasks)  // e.g. srun without an MPI plugin: every task a job of its own
+    throw std::runtime_error(
+        "induct run: the launcher started " + std::to_string(tasks) + " tasks but MPI sees " +
+        std::to_string(world_size()) + " in this job, so each would run the whole study into the "
+        "same folder; under Slurm use `srun --mpi=pmix` (or pmi2, as the cluster supports) or "
+        "`mpirun` inside the allocation (docs/cluster.md)");
   return world_rank();
 }
 

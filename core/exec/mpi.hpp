@@ -12,10 +12,8 @@
 
 namespace induct {
 
-// True when this process is one of several ranks of an MPI job (read from the launcher's
-// environment, before MPI starts) and the build has MPI.
-bool launched_as_mpi_job();
-// Starts MPI; returns this process's rank.
+// Starts MPI (in a process launcher_tasks() says is one of several); returns this process's
+// rank. Throws when MPI does not see the launcher's tasks as one job.
 int start_mpi();
 // Rank 0: tells every other rank to end (idempotent) and finalises MPI.
 void stop_mpi();

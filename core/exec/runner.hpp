@@ -14,6 +14,11 @@ namespace induct {
 // workers over.
 int visible_gpus();
 
+// How many tasks the parallel launcher that started this process started (mpirun, srun:
+// OMPI_COMM_WORLD_SIZE, PMIX_SIZE, PMI_SIZE, SLURM_STEP_NUM_TASKS), read from the environment
+// before MPI starts; 1 when started alone.
+int launcher_tasks();
+
 // The runner of `induct run`: in an MPI job (exec/mpi.hpp) rank 0's runner over the other
 // ranks; otherwise worker processes on this machine, sized by default_pool_settings from
 // `run` for steps of `trials_per_step` configurations.

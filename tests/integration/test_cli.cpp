@@ -114,6 +114,18 @@ BOOST_AUTO_TEST_CASE(default_workers_follow_the_cpu_affinity) {
   BOOST_TEST(r.output.find("1 cell(s), 1 worker(s)") != std::string::npos, r.output);
 }
 
+// Started as one of several tasks (srun without an MPI plugin, or a build without MPI), each
+// copy would run the whole study into one folder: refused before anything runs.
+BOOST_AUTO_TEST_CASE(several_tasks_that_are_not_one_mpi_job_are_refused) {
+  const std::string dir = temp_dir("tasks") + "/out";
+  CommandResult r = run_command("SLURM_STEP_NUM_TASKS=3 " + kInduct + " run " + kTiny + " --out " + dir);
+  BOOST_TEST(r.exit_code != 0, r.output);
+  const bool named = r.output.find("one of 3 tasks") != std::string::npos ||  // no MPI in the build
+                     r.output.find("started 3 tasks") != std::string::npos;   // MPI sees one task
+  BOOST_TEST(named, r.output);
+  BOOST_TEST(!std::filesystem::exists(dir));
+}
+
 // A study killed mid-way (SIGKILL, no chance to clean up) and run again completes with the
 // same table as an uninterrupted run, and trials finished before the kill are not retrained.
 BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
