@@ -62,7 +62,11 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
   for (const auto& entry : section) {
     const std::string key = entry.first.as<std::string>();
     if (key == "name" || (only && !only->count(key))) continue;
-    options += (options.empty() ? "" : ",") + key + "=" + yaml::flow(entry.second);
+    const YAML::Node& value = entry.second;
+    // A table (a list of rows: a Cayley table) by its shape; the cell's key still has it all.
+    const bool table = value.IsSequence() && value.size() > 0 && value[0].IsSequence();
+    options += (options.empty() ? "" : ",") + key + "=" +
+               (table ? std::to_string(value.size()) + "x" + std::to_string(value[0].size()) : yaml::flow(value));
   }
   return options.empty() ? label : label + "(" + options + ")";
 }

@@ -272,6 +272,37 @@ std::vector<T> Options::get_list(const std::string& key, const std::vector<T>& f
   return values;
 }
 
+template <class T>
+std::vector<std::vector<T>> Options::require_table(const std::string& key) const {
+  impl_->mark_read(key);
+  YAML::Node node = impl_->value_of(key);
+  if (!node) impl_->fail(key, "is required");
+  if (!node.IsSequence() || node.size() == 0)
+    throw ConfigError(impl_->where(key) + ": " + path(key) + ": expected a list of rows, e.g. [[0, 1], [1, 0]]");
+  const std::string via = impl_->override_for(path(key));
+  auto at = [&](const YAML::Node& n) { return via.empty() ? format_mark(impl_->source->name, n.Mark()) : via; };
+  std::vector<std::vector<T>> rows;
+  YAML::Node table(YAML::NodeType::Sequence);
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string row_name = path(key) + "[" + std::to_string(i) + "]";
+    if (!node[i].IsSequence())
+      throw ConfigError(at(node[i]) + ": " + row_name + ": expected a row (a list of values)");
+    rows.emplace_back();
+    YAML::Node row(YAML::NodeType::Sequence);
+    row.SetStyle(YAML::EmitterStyle::Flow);
+    for (size_t j = 0; j < node[i].size(); ++j) {
+      const std::string name = row_name + "[" + std::to_string(j) + "]";
+      if (node[i][j].IsNull()) throw ConfigError(at(node[i][j]) + ": " + name + ": has no value");
+      const T value = decode<T>(node[i][j], at(node[i][j]), name);
+      rows.back().push_back(value);
+      row.push_back(encode(value));
+    }
+    table.push_back(row);
+  }
+  impl_->values[key] = table;
+  return rows;
+}
+
 bool Options::has(const std::string& key) const { return static_cast<bool>(impl_->lookup(key)); }
 
 std::vector<std::string> Options::keys() const {
@@ -337,7 +368,8 @@ void Options::reject_unknown_keys(const std::string& owner) const {
   template T Options::get<T>(const std::string&, const T&) const;                       \
   template T Options::require<T>(const std::string&) const;                             \
   template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) \
-      const;
+      const;                                                                                \
+  template std::vector<std::vector<T>> Options::require_table<T>(const std::string&) const;
 INDUCT_OPTIONS_INSTANTIATE(bool)
 INDUCT_OPTIONS_INSTANTIATE(int)
 INDUCT_OPTIONS_INSTANTIATE(long)

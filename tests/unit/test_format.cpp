@@ -3,6 +3,10 @@
 #define BOOST_TEST_MODULE format
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
+
+#include "data/dataset.hpp"
+#include "data/transitions.hpp"
 #include "format/format.hpp"
 #include "options_yaml.hpp"
 #include "support.hpp"
@@ -140,4 +144,80 @@ BOOST_AUTO_TEST_CASE(permutation_s5_is_a_group_of_120) {
 BOOST_AUTO_TEST_CASE(permutation_refuses_m_out_of_range) {
   BOOST_CHECK_THROW(permutation(2), ConfigError);
   BOOST_CHECK_THROW(permutation(8), ConfigError);
+}
+
+namespace {
+std::string table_text(const std::function<int64_t(int, int)>& product, int n) {
+  std::string text = "[";
+  for (int s = 0; s < n; ++s) {
+    text += s ? ", [" : "[";
+    for (int a = 0; a < n; ++a) text += (a ? ", " : "") + std::to_string(product(s, a));
+    text += "]";
+  }
+  return text + "]";
+}
+std::shared_ptr<Task> cayley(const std::string& table, const std::string& more = "") {
+  auto options = yaml::load_string("name: cayley\n" + more + "table: " + table + "\n", "task.yaml");
+  return test::plugins().make_task("cayley", TaskContext{options});
+}
+std::string cayley_refusal(const std::string& table, const std::string& more = "") {
+  try {
+    cayley(table, more);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// Z_5 as a table is the modular task: the same sequences (they depend on the action count
+// only) with the same states, so the same data in every format.
+BOOST_AUTO_TEST_CASE(cayley_z5_gives_the_data_of_modular_5) {
+  Transitions table(cayley(table_text([](int s, int a) { return (s + a) % 5; }, 5)), "cayley");
+  auto options = yaml::load_string("name: modular\nm: 5\n", "task.yaml");
+  Transitions modular(test::plugins().make_task("modular", TaskContext{options}), "modular");
+  BOOST_TEST(table.num_actions() == 5);
+  BOOST_TEST(table.num_states() == 5);
+  BOOST_TEST(table.initial_state() == modular.initial_state());
+  DataSpec spec;
+  spec.num_actions = 5;
+  spec.distribution = &distribution_named("uniform");
+  spec.L = 6;
+  Split split = make_split(spec, 500, 3);
+  size_t compared = 0;
+  for (const SequenceSet* set : {&split.train, &split.validation})
+    for (size_t i = 0; i < set->size(); ++i) {
+      const std::vector<int32_t> x = set->sequence(i);
+      std::vector<int32_t> a(x.size()), b(x.size());
+      table.prefix_states(x.data(), static_cast<int>(x.size()), a.data());
+      modular.prefix_states(x.data(), static_cast<int>(x.size()), b.data());
+      compared += a == b;
+    }
+  BOOST_TEST(compared == split.train.size() + split.validation.size());
+  BOOST_TEST(compared > 500u);
+}
+
+// A non-abelian group: S_3 written as the table of the permutation task's own steps.
+BOOST_AUTO_TEST_CASE(cayley_s3_steps_as_its_table_says) {
+  auto s3 = permutation(3);
+  auto t = cayley(table_text([&](int s, int a) { return s3->step(s, a); }, 6), "label: S3\n");
+  for (int s = 0; s < 6; ++s)
+    for (int a = 0; a < 6; ++a) BOOST_TEST(t->step(s, a) == s3->step(s, a));
+  BOOST_TEST(t->initial_state() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(cayley_refuses_tables_that_are_not_groups) {
+  std::string m = cayley_refusal("[[0, 1, 2], [1, 2, 0], [2, 1, 0]]");  // identity 0, not associative
+  BOOST_TEST(m.find("task.yaml:2:8: table: not associative: (1 * 1) * 1 = 1 but 1 * (1 * 1) = 0") == 0u, m);
+  m = cayley_refusal("[[0, 1], [1, 1]]");  // a monoid, not a group
+  BOOST_TEST(m.find("not a group: element 1 has no inverse") != std::string::npos, m);
+  BOOST_CHECK_NO_THROW(cayley("[[0, 1], [1, 1]]", "structure: monoid\n"));
+  m = cayley_refusal("[[0, 1], [1, 2]]");
+  BOOST_TEST(m.find("not closed: table[1][1] = 2 is not an element (0..1)") != std::string::npos, m);
+  m = cayley_refusal("[[0, 1], [1, zero]]");
+  BOOST_TEST(m.find("task.yaml:2:21: table[1][1]: expected an integer, got 'zero'") == 0u, m);
+  m = cayley_refusal("[[1, 0], [0, 0]]");
+  BOOST_TEST(m.find("has no identity element") != std::string::npos, m);
+  m = cayley_refusal("[[0, 1], [1]]");
+  BOOST_TEST(m.find("row 1 has 1 entries") != std::string::npos, m);
 }

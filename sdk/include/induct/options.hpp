@@ -47,6 +47,12 @@ class INDUCT_SDK_API Options {
   template <class T>
   std::vector<T> get_list(const std::string& key, const std::vector<T>& fallback) const;
 
+  // A required table: a list of rows, each a list of values (e.g. a multiplication table
+  // `[[0, 1], [1, 0]]`). A missing key, a row that is not a list or an entry of another type
+  // is a ConfigError naming the entry ("task.table[2][1]") at its line.
+  template <class T>
+  std::vector<std::vector<T>> require_table(const std::string& key) const;
+
   bool has(const std::string& key) const;
   // The keys present in this section, in file order.
   std::vector<std::string> keys() const;
