@@ -11,7 +11,8 @@ LengthStream& Streams::at(int length) {
   auto& slot = streams_[length];
   if (!slot)
     slot = std::make_unique<LengthStream>(num_actions_, length,
-                                          derive_seed(seed_, {kLengthStream, uint64_t(length)}));
+                                          derive_seed(seed_, {kLengthStream, uint64_t(length)}),
+                                          LengthStream::kDenseLimit, language_);
   return *slot;
 }
 
@@ -119,7 +120,8 @@ DataPlan plan_data(const DataSpec& spec) {
   plan.lengths = spec.distribution->support(spec.L);
   std::vector<uint64_t> cap;
   for (int n : plan.lengths) {
-    plan.space.push_back(saturating_pow(static_cast<uint64_t>(spec.num_actions), n));
+    plan.space.push_back(spec.language ? spec.language->count(n)
+                                       : saturating_pow(static_cast<uint64_t>(spec.num_actions), n));
     plan.available = saturating_add(plan.available, plan.space.back());
     cap.push_back(floor_fraction(plan.space.back(), spec.validation.fraction));
   }
@@ -161,7 +163,7 @@ Split make_split(const DataSpec& spec, uint64_t n, uint64_t seed) {
     throw std::invalid_argument("N = " + std::to_string(n) + " exceeds N_max = " +
                                 std::to_string(plan.n_max) + " for this cell");
   Split split;
-  Streams streams(spec.num_actions, seed);
+  Streams streams(spec.num_actions, seed, spec.language);
   split.validation.reserve(plan.validation_size);
   for (size_t i = 0; i < plan.lengths.size(); ++i) {
     LengthStream& stream = streams.at(plan.lengths[i]);
@@ -181,7 +183,7 @@ std::string split_key(const DataSpec& spec, uint64_t seed) {
   return std::to_string(spec.num_actions) + " " + spec.distribution->name() + " " +
          std::to_string(spec.L) + " " + std::to_string(spec.validation.max_size) + " " +
          fraction + " " + std::to_string(spec.n_cap) + " " +
-         std::to_string(seed);
+         std::to_string(seed) + (spec.language ? " " + spec.language->id() : "");
 }
 }  // namespace
 

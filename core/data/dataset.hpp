@@ -28,12 +28,14 @@ struct ValidationPolicy {
 // The per-length streams of one (cell, seed): validation draws first, training after.
 class Streams {
  public:
-  Streams(int64_t num_actions, uint64_t seed) : num_actions_(num_actions), seed_(seed) {}
+  Streams(int64_t num_actions, uint64_t seed, std::shared_ptr<const Language> language = nullptr)
+      : num_actions_(num_actions), seed_(seed), language_(std::move(language)) {}
   LengthStream& at(int length);
 
  private:
   int64_t num_actions_;
   uint64_t seed_;
+  std::shared_ptr<const Language> language_;
   std::map<int, std::unique_ptr<LengthStream>> streams_;
 };
 
@@ -59,6 +61,9 @@ std::vector<std::string> distribution_names();
 // Everything that decides a cell's data, except N.
 struct DataSpec {
   int64_t num_actions = 0;
+  // A task with partial transitions: its valid sequences (covering lengths up to L); null
+  // for a group, whose sequences are all of A^n.
+  std::shared_ptr<const Language> language;
   const LengthDistribution* distribution = nullptr;
   int L = 0;
   ValidationPolicy validation;

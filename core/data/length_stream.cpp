@@ -22,9 +22,16 @@ uint64_t saturating_pow(uint64_t a, int n) {
 
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a > kUnbounded - b ? kUnbounded : a + b; }
 
-SequenceCodec::SequenceCodec(int64_t num_actions, int length, uint64_t key)
-    : num_actions_(num_actions), length_(length), key_(key) {
+SequenceCodec::SequenceCodec(int64_t num_actions, int length, uint64_t key,
+                             std::shared_ptr<const Language> language)
+    : num_actions_(num_actions), length_(length), key_(key), language_(std::move(language)) {
   if (num_actions < 1 || length < 1) throw std::invalid_argument("SequenceCodec: empty space");
+  if (language_) {
+    if (length > language_->max_length()) throw std::logic_error("SequenceCodec: longer than the language's counts");
+    codes_ = language_->count(length);
+    exact_digits_ = length;
+    return;
+  }
   codes_ = 1;
   const auto a = static_cast<uint64_t>(num_actions);
   while (exact_digits_ < length && (num_actions == 1 || codes_ < kCodeLimit / a)) {
@@ -34,6 +41,7 @@ SequenceCodec::SequenceCodec(int64_t num_actions, int length, uint64_t key)
 }
 
 void SequenceCodec::decode(uint64_t code, int32_t* out) const {
+  if (language_) return language_->unrank(length_, code, out);
   const auto a = static_cast<uint64_t>(num_actions_);
   // The last exact_digits_ actions: the code's digits, most significant first.
   uint64_t rest = code;
@@ -47,9 +55,10 @@ void SequenceCodec::decode(uint64_t code, int32_t* out) const {
   for (int k = 0; k < length_ - exact_digits_; ++k) out[k] = static_cast<int32_t>(rng.below(a));
 }
 
-LengthStream::LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit)
-    : codec_(num_actions, length, derive_seed(seed, {0})),
-      space_(saturating_pow(static_cast<uint64_t>(num_actions), length)),
+LengthStream::LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit,
+                           std::shared_ptr<const Language> language)
+    : codec_(num_actions, length, derive_seed(seed, {0}), language),
+      space_(language ? language->count(length) : saturating_pow(static_cast<uint64_t>(num_actions), length)),
       rng_(seed) {
   if (space_ <= dense_limit) {
     dense_.resize(space_);

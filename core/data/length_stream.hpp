@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "data/language.hpp"
 
 #include "util/rng.hpp"
 
@@ -20,10 +23,13 @@ uint64_t saturating_add(uint64_t a, uint64_t b);
 // the code is the index of its last `exact_digits` actions (the largest d with A^d < 2^63) and
 // the actions before them are drawn from a generator keyed by (key, code): distinct codes are
 // distinct sequences, and each sequence is uniform over all A^n (docs/method.md, section 2).
+// With a Language (a task with partial transitions) the code is the index of the sequence
+// among the language's valid ones of its length.
 class SequenceCodec {
  public:
   SequenceCodec() = default;
-  SequenceCodec(int64_t num_actions, int length, uint64_t key);
+  SequenceCodec(int64_t num_actions, int length, uint64_t key,
+                std::shared_ptr<const Language> language = nullptr);
   int length() const { return length_; }
   uint64_t codes() const { return codes_; }  // distinct codes: min(A^n, A^exact_digits)
   bool exact() const { return exact_digits_ == length_; }
@@ -35,6 +41,7 @@ class SequenceCodec {
   int exact_digits_ = 0;
   uint64_t codes_ = 0;
   uint64_t key_ = 0;
+  std::shared_ptr<const Language> language_;
 };
 
 // The sequences of length n in a seeded order without repetition, each position uniform over
@@ -49,10 +56,11 @@ class LengthStream {
  public:
   // Spaces of up to 2^22 sequences are shuffled (dense_limit: tests of the other path).
   static constexpr uint64_t kDenseLimit = uint64_t{1} << 22;
-  LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit = kDenseLimit);
+  LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit = kDenseLimit,
+               std::shared_ptr<const Language> language = nullptr);
 
   int length() const { return codec_.length(); }
-  uint64_t space() const { return space_; }  // A^n, or kUnbounded
+  uint64_t space() const { return space_; }  // A^n (or the language's count), or kUnbounded
   // Positions that can be handed out: A^n, or A^d for spaces beyond 63 bits.
   uint64_t positions() const { return codec_.codes(); }
   uint64_t drawn() const { return drawn_; }

@@ -1,5 +1,6 @@
 #include "data/transitions.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +28,11 @@ Transitions::Transitions(std::shared_ptr<const Task> task, const std::string& ta
   // Check every transition once when tabulating; otherwise they are checked as used.
   for (int64_t s = 0; tabulate && s < states_; ++s) {
     for (int64_t a = 0; a < actions_; ++a) {
+      if (!task_->allows(s, a)) {
+        table_[s * actions_ + a] = -1;
+        total_ = false;
+        continue;
+      }
       int64_t next = task_->step(s, a);
       if (next < 0 || next >= states_)
         fail("step(" + std::to_string(s) + ", " + std::to_string(a) + ") = " +
@@ -34,6 +40,11 @@ Transitions::Transitions(std::shared_ptr<const Task> task, const std::string& ta
       table_[s * actions_ + a] = static_cast<int32_t>(next);
     }
   }
+  if (!tabulate)  // a task this large must allow everything: its sequences are all of A^n
+    for (int64_t a = 0; a < std::min<int64_t>(actions_, 64); ++a)
+      if (!task_->allows(initial_, a))
+        fail("has partial transitions (allows() is false somewhere) and " + std::to_string(actions_ * states_) +
+             " (state, action) pairs; at most " + std::to_string(kTableLimit) + " are supported for such a task");
 }
 
 void Transitions::prefix_states(const int32_t* actions, int n, int32_t* states) const {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "options_yaml.hpp"
+#include "data/language.hpp"
 #include "train/generalization.hpp"
 
 namespace induct {
@@ -149,6 +150,7 @@ CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& ta
   cell.vocab.states = cell.transitions->num_states();
   cell.format = &format_named(format);
   cell.data.num_actions = cell.vocab.actions;
+  cell.data.language = Language::of(*cell.transitions, L, task_name);
   cell.data.distribution = &distribution_named(distribution);
   cell.data.L = L;
   cell.data.validation = validation;

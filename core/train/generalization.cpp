@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data/language.hpp"
+#include "data/transitions.hpp"
 #include "train/trainer.hpp"
 #include "util/rng.hpp"
 
@@ -56,8 +58,12 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
   const bool was_training = model.is_training();
   model.eval();
   std::vector<LengthMetrics> out;
+  int longest = 0;
+  for (int n : lengths) longest = std::max(longest, n);
+  const auto language = cell.data.language ? Language::of(*cell.transitions, longest, "task") : nullptr;
   for (int n : lengths) {
-    LengthStream stream(cell.vocab.actions, n, derive_seed(seed, {kGeneralization, uint64_t(n)}));
+    LengthStream stream(cell.vocab.actions, n, derive_seed(seed, {kGeneralization, uint64_t(n)}),
+                        LengthStream::kDenseLimit, language);
     const uint64_t count = std::min<uint64_t>(samples, stream.space());
     SequenceSet sequences;
     for (uint64_t i = 0; i < count; ++i) sequences.add(stream.codec(), stream.next_code());

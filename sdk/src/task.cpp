@@ -9,6 +9,7 @@ namespace induct {
 Task::~Task() = default;
 Registrar::~Registrar() = default;
 
+bool Task::allows(int64_t, int64_t) const { return true; }
 std::string Task::action_name(int64_t action) const { return std::to_string(action); }
 std::string Task::state_name(int64_t state) const { return std::to_string(state); }
 

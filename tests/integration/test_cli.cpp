@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "induct/version.hpp"
 #include "store/store.hpp"
 #include "support.hpp"
 
@@ -29,7 +30,8 @@ std::string read(const std::string& path) {
 BOOST_AUTO_TEST_CASE(version_and_help) {
   CommandResult version = run_command(kInduct + " --version");
   BOOST_TEST(version.exit_code == 0);
-  BOOST_TEST(version.output.find("plugin API 1") != std::string::npos, version.output);
+  BOOST_TEST(version.output.find("plugin API " + std::to_string(INDUCT_PLUGIN_API_VERSION)) != std::string::npos,
+             version.output);
   CommandResult help = run_command(kInduct + " --help");
   BOOST_TEST(help.exit_code == 0);
   BOOST_TEST(help.output.find("validate STUDY.yaml") != std::string::npos);
@@ -253,8 +255,8 @@ BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
   BOOST_TEST(r.exit_code == 1);  // the good ones are listed, and the refusals are an error
   BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("model  exploding") != std::string::npos, r.output);
-  for (const char* refusal : {"not an induct plugin", "built for plugin API version 0",
-                              "built for plugin API version 2", "bytes, expected",
+  const std::string newer = "built for plugin API version " + std::to_string(INDUCT_PLUGIN_API_VERSION + 1);
+  for (const char* refusal : {"not an induct plugin", "built for plugin API version 0", newer.c_str(), "bytes, expected",
                               "built against libtorch 1.12", "built with another C++ ABI",
                               "registration threw", "is registered by both",
                               "libfixture_truncated.so: cannot load the library: truncated"})

@@ -5,9 +5,13 @@
 
 #include <functional>
 
+#include <set>
+
 #include "data/dataset.hpp"
+#include "data/language.hpp"
 #include "data/transitions.hpp"
 #include "format/format.hpp"
+#include "train/components.hpp"
 #include "options_yaml.hpp"
 #include "support.hpp"
 
@@ -220,4 +224,92 @@ BOOST_AUTO_TEST_CASE(cayley_refuses_tables_that_are_not_groups) {
   BOOST_TEST(m.find("has no identity element") != std::string::npos, m);
   m = cayley_refusal("[[0, 1], [1]]");
   BOOST_TEST(m.find("row 1 has 1 entries") != std::string::npos, m);
+}
+
+namespace {
+std::shared_ptr<Task> dyck(int k, int depth) {
+  auto options = yaml::load_string("name: dyck\nk: " + std::to_string(k) + "\ndepth: " + std::to_string(depth), "task.yaml");
+  return test::plugins().make_task("dyck", TaskContext{options});
+}
+// Bracket strings checked without the plugin: actions 0..k-1 open a type, k..2k-1 close one;
+// valid when every close matches the top and no prefix is deeper than `depth`. The stacks
+// after each action, bottom first, as the plugin names them ("([", "-" when empty).
+bool simulate(const std::vector<int32_t>& x, int k, int depth, std::vector<std::string>* stacks = nullptr) {
+  std::string stack;
+  for (int32_t a : x) {
+    if (a < k) {
+      if (static_cast<int>(stack.size()) == depth) return false;
+      stack += "([{<"[a];
+    } else {
+      if (stack.empty() || stack.back() != "([{<"[a - k]) return false;
+      stack.pop_back();
+    }
+    if (stacks) stacks->push_back(stack.empty() ? "-" : stack);
+  }
+  return true;
+}
+}  // namespace
+
+// Counting by dynamic programming and unranking against brute force: every string of A^n in
+// lexicographic order, kept when valid, is the language's list of length n.
+BOOST_AUTO_TEST_CASE(dyck_counts_and_unranking_match_brute_force_enumeration) {
+  for (auto [k, depth] : std::vector<std::pair<int, int>>{{1, 2}, {2, 2}, {2, 3}, {3, 1}}) {
+    Transitions t(dyck(k, depth), "dyck");
+    BOOST_TEST(!t.total());
+    auto language = Language::of(t, 7, "dyck");
+    BOOST_REQUIRE(language);
+    for (int n = 1; n <= 7; ++n) {
+      std::vector<std::vector<int32_t>> valid;
+      std::vector<int32_t> x(n, 0);
+      for (bool more = true; more;) {
+        if (simulate(x, k, depth)) valid.push_back(x);
+        int i = n - 1;  // the next string in lexicographic order (first action most significant)
+        while (i >= 0 && ++x[i] == 2 * k) x[i--] = 0;
+        more = i >= 0;
+      }
+      BOOST_TEST(language->count(n) == valid.size(), "k " << k << " depth " << depth << " n " << n);
+      std::vector<int32_t> out(n);
+      size_t same = 0;
+      for (size_t i = 0; i < valid.size(); ++i) {
+        language->unrank(n, i, out.data());
+        same += out == valid[i];
+      }
+      BOOST_TEST(same == valid.size());
+    }
+  }
+  // A group allows every action: no language, its data stay all of A^n.
+  auto options = yaml::load_string("name: modular\nm: 5\n", "task.yaml");
+  Transitions z5(test::plugins().make_task("modular", TaskContext{options}), "modular");
+  BOOST_TEST(!Language::of(z5, 7, "modular"));
+}
+
+// A Dyck ACoT cell: every sequence drawn is valid, training and validation are disjoint and
+// together every valid sequence at N_max, and the labels (prefix states) are the stacks.
+BOOST_AUTO_TEST_CASE(a_dyck_cell_draws_only_valid_strings_labelled_by_their_stacks) {
+  auto task = dyck(2, 3);
+  CellData cell = make_cell_data(task, "dyck", "acot", "uniform", 8, ValidationPolicy{}, 16'000'000);
+  BOOST_REQUIRE(cell.data.language);
+  const DataPlan plan = plan_data(cell.data);
+  Split split = make_split(cell.data, plan.n_max, 4);
+  std::set<std::vector<int32_t>> seen;
+  size_t valid = 0, labelled = 0;
+  for (const SequenceSet* set : {&split.train, &split.validation})
+    for (size_t i = 0; i < set->size(); ++i) {
+      const std::vector<int32_t> x = set->sequence(i);
+      std::vector<std::string> stacks;
+      valid += simulate(x, 2, 3, &stacks);
+      std::vector<int32_t> states(x.size());
+      cell.transitions->prefix_states(x.data(), static_cast<int>(x.size()), states.data());
+      bool same = stacks.size() == x.size();
+      for (size_t j = 0; same && j < x.size(); ++j) same = task->state_name(states[j]) == stacks[j];
+      labelled += same;
+      seen.insert(x);
+    }
+  const size_t total = split.train.size() + split.validation.size();
+  BOOST_TEST(valid == total);
+  BOOST_TEST(labelled == total);
+  BOOST_TEST(seen.size() == total);  // distinct
+  BOOST_TEST(total == plan.available);  // every valid string of lengths 2..8
+  Split small = make_split(cell.data, 50, 4);  // the prefix property
+  for (size_t i = 0; i < small.train.size(); ++i) BOOST_TEST(small.train.sequence(i) == split.train.sequence(i));
 }

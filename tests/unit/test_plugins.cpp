@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(loading_the_same_library_twice_is_harmless) {
   PluginRegistry registry;
   registry.load_all({INDUCT_PLUGIN_DIR, INDUCT_PLUGIN_DIR});
   BOOST_TEST(registry.problems().empty());
-  BOOST_TEST(registry.components().size() == 8u);  // 6 models, 2 tasks
+  BOOST_TEST(registry.components().size() == 10u);  // 6 models, 4 tasks
 }
 
 BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {

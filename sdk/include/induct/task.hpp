@@ -23,6 +23,11 @@ class INDUCT_SDK_API Task {
   virtual int64_t initial_state() const = 0;
   // The state after applying `action` in `state`. Must be a pure function.
   virtual int64_t step(int64_t state, int64_t action) const = 0;
+  // Whether `action` may be taken in `state` (default: always, as in a group). A task with
+  // partial transitions (an automaton, e.g. bounded-depth Dyck-k) says no where it has none:
+  // the core then draws only the valid sequences, counts them per length and never calls
+  // step() for a disallowed pair. Must be a pure function.
+  virtual bool allows(int64_t state, int64_t action) const;
 
   // Names for printing (defaults: the number).
   virtual std::string action_name(int64_t action) const;
