@@ -108,17 +108,6 @@ void nap(int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
-YAML::Node progress_message(size_t job, const EvalPoint& point, double best) {
-  YAML::Node m;
-  m["type"] = "progress";
-  m["job"] = job;
-  m["step"] = point.step;
-  m["train_loss"] = point.train_loss;
-  m["val_loss"] = point.val_loss;
-  m["best_loss"] = best;
-  return m;
-}
-
 // A rank's relay: the jobs rank 0 sends, handed to the local pool; their ends sent back.
 class Relay final : public TrialSource {
  public:
@@ -281,11 +270,7 @@ class MpiRunner final : public TrialRunner {
       if (type == "signal") {
         remote_signal_ = m["signal"].as<int>();
       } else if (type == "progress") {
-        EvalPoint point;
-        point.step = m["step"].as<int64_t>();
-        point.train_loss = m["train_loss"].as<double>();
-        point.val_loss = m["val_loss"].as<double>();
-        source.on_progress(m["job"].as<size_t>(), point, m["best_loss"].as<double>());
+        source.on_progress(m["job"].as<size_t>(), progress_point(m), m["best_loss"].as<double>());
       } else if (type == "done") {
         const size_t ticket = m["job"].as<size_t>();
         if (!running.erase(ticket)) continue;

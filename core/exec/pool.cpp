@@ -287,10 +287,7 @@ void WorkerPool::run(TrialSource& source) {
         if (message["job"].as<uint64_t>() != w.job || w.trial < 0) continue;
         const auto index = static_cast<size_t>(w.trial);
         if (type == "progress") {
-          source.on_progress(index,
-                             {message["step"].as<int64_t>(), message["train_loss"].as<double>(),
-                              message["val_loss"].as<double>()},
-                             message["best_loss"].as<double>());
+          source.on_progress(index, progress_point(message), message["best_loss"].as<double>());
         } else if (type == "result" || type == "error") {
           w.trial = -1;
           --running;

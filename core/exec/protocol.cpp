@@ -5,7 +5,24 @@
 #include <cerrno>
 #include <stdexcept>
 
+#include "train/trial.hpp"
+
 namespace induct {
+
+YAML::Node progress_message(uint64_t job, const EvalPoint& point, double best_loss) {
+  YAML::Node message;
+  message["type"] = "progress";
+  message["job"] = job;
+  message["step"] = point.step;
+  message["train_loss"] = point.train_loss;
+  message["val_loss"] = point.val_loss;
+  message["best_loss"] = best_loss;
+  return message;
+}
+
+EvalPoint progress_point(const YAML::Node& message) {
+  return {message["step"].as<int64_t>(), message["train_loss"].as<double>(), message["val_loss"].as<double>()};
+}
 
 bool write_message(int fd, const YAML::Node& message) {
   YAML::Emitter emitter;

@@ -9,8 +9,14 @@
 
 namespace induct {
 
+struct EvalPoint;
+
 // Writes one message; false when the other end is gone.
 bool write_message(int fd, const YAML::Node& message);
+
+// A trial's progress at an evaluation (a worker's report, which an MPI rank relays), and back.
+YAML::Node progress_message(uint64_t job, const EvalPoint& point, double best_loss);
+EvalPoint progress_point(const YAML::Node& message);
 
 class MessageReader {
  public:

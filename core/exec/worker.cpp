@@ -25,14 +25,7 @@ class WorkerObserver final : public TrainObserver {
   WorkerObserver(MessageReader& jobs, uint64_t job) : jobs_(jobs), job_(job) {}
 
   void on_eval(const EvalPoint& point, double best_loss) override {
-    YAML::Node message;
-    message["type"] = "progress";
-    message["job"] = job_;
-    message["step"] = point.step;
-    message["train_loss"] = point.train_loss;
-    message["val_loss"] = point.val_loss;
-    message["best_loss"] = best_loss;
-    write_message(kResultsFd, message);
+    write_message(kResultsFd, progress_message(job_, point, best_loss));
   }
 
   bool should_stop() override {
