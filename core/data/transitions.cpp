@@ -50,6 +50,10 @@ Transitions::Transitions(std::shared_ptr<const Task> task, const std::string& ta
 void Transitions::prefix_states(const int32_t* actions, int n, int32_t* states) const {
   int64_t state = initial_;
   for (int k = 0; k < n; ++k) {
+    if (table_.empty() && !task_->allows(state, actions[k]))  // checked at construction if tabulated
+      throw std::runtime_error("task allows() refuses action " + std::to_string(actions[k]) + " in state " +
+                               std::to_string(state) + ", but has too many (state, action) pairs to draw only "
+                               "valid sequences (at most " + std::to_string(kTableLimit) + ")");
     state = step(state, actions[k]);
     if (table_.empty() && (state < 0 || state >= states_))
       throw std::runtime_error("task step() returned " + std::to_string(state) +
