@@ -19,12 +19,6 @@ namespace {
 const std::string kInduct = INDUCT_BINARY;
 const std::string kTiny = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny.yaml";
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(version_and_help) {

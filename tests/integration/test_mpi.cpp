@@ -17,12 +17,6 @@ const std::string kInduct = INDUCT_BINARY;
 const std::string kStudy = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
 const std::string kMpirun = std::string(INDUCT_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 3 ";
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The results of the finished trials (not cancelled, no error), by key, without their time.
 std::map<std::string, std::string> finished_trials(const std::string& dir, bool with_created = false) {
