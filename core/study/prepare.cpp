@@ -61,11 +61,11 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   cell.n_cap = spec.n_cap;
   const ComponentInfo* task_info = registry.find("task", spec.task_name);
   const ComponentInfo* model_info = registry.find("model", spec.model_name);
-  // Part of every trial's key: a new version of the data sets, of a plugin or of the SDK (whose
-  // shared blocks the models use) is a new trial, never a silent reuse of results it might not
-  // reproduce.
+  // Part of every trial's key: a new version of the data sets, of a plugin or of the SDK's
+  // numerics (the shared blocks the models use) is a new trial, never a silent reuse of results
+  // it might not reproduce.
   prepared.plugin_versions = "data=" + std::to_string(kDataVersion) +
-                             " sdk=" INDUCT_SDK_VERSION_STRING " task:" + spec.task_name + "=" +
+                             " sdk=" INDUCT_SDK_NUMERICS_VERSION " task:" + spec.task_name + "=" +
                              task_info->plugin_version + " model:" + spec.model_name + "=" +
                              model_info->plugin_version;
   prepared.label = cell_label(cell);

@@ -1,5 +1,6 @@
 // The SDK's shared blocks (induct/nn): the fused selective scan against its autograd
-// reference, forward and backward; the fused LSTM layer, causal attention, GELU and dropout
+// reference, forward and backward; Mamba-2's chunked SSD scan against its step-by-step
+// recurrence; the fused LSTM layer, causal attention, GELU and dropout
 // against LibTorch's operations; rotary embeddings; RMSNorm.
 #define BOOST_TEST_MODULE nn
 #include <boost/test/unit_test.hpp>
@@ -14,6 +15,7 @@
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
 #include "induct/nn/scan.hpp"
+#include "induct/nn/ssd.hpp"
 #include "util/process.hpp"
 
 namespace {
@@ -150,6 +152,93 @@ BOOST_AUTO_TEST_CASE(fused_scan_and_conv_refuse_wrong_shapes) {
   BOOST_CHECK_THROW(
       induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({5, 4}), torch::rand({4}), true),
       c10::Error);
+}
+
+namespace {
+
+// SSD inputs {x, a, B, C}: 4 heads in 2 groups, head dimension 3, state size 5, decays
+// exp(a) in (0.05, 1) (a few at 1, as the padding steps have).
+std::vector<torch::Tensor> ssd_inputs(int64_t T, torch::Dtype dtype) {
+  torch::manual_seed(21);
+  const int64_t B = 2, H = 4, P = 3, G = 2, N = 5;
+  auto opts = torch::TensorOptions().dtype(dtype);
+  auto a = -torch::rand({B, T, H}, opts) * 3;
+  a.index_put_({0, 0}, 0.0);
+  return {torch::randn({B, T, H, P}, opts), a, torch::randn({B, T, G, N}, opts),
+          torch::randn({B, T, G, N}, opts)};
+}
+
+// y and the gradients of x, a, B and C for fixed upstream weights; chunk 0: the reference.
+std::vector<torch::Tensor> ssd_run(const std::vector<torch::Tensor>& inputs, int64_t chunk) {
+  std::vector<torch::Tensor> in;
+  for (const auto& t : inputs) in.push_back(t.clone().requires_grad_(true));
+  auto y = chunk > 0 ? induct::nn::ssd_scan(in[0], in[1], in[2], in[3], chunk)
+                     : induct::nn::ssd_scan_reference(in[0], in[1], in[2], in[3]);
+  auto weights = torch::linspace(-1, 1, y.numel(), y.options()).reshape(y.sizes());
+  (y * weights).sum().backward();
+  std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+  for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+  return out;
+}
+
+}  // namespace
+
+// The chunked algorithm equals the recurrence, forward and backward, for a chunk of one step,
+// chunks that do not divide T (padding), one chunk exactly T and one longer than T; in double
+// to rounding, and in float to 1e-5 of each value's scale.
+BOOST_AUTO_TEST_CASE(chunked_ssd_matches_the_recurrence_forward_and_backward) {
+  const char* names[] = {"y", "dx", "da", "dB", "dC"};
+  const int64_t T = 11;
+  auto inputs = ssd_inputs(T, torch::kDouble);
+  auto reference = ssd_run(inputs, 0);
+  std::vector<torch::Tensor> in_float;
+  for (const auto& t : inputs) in_float.push_back(t.to(torch::kFloat));
+  for (int64_t chunk : {1, 3, 4, 11, 16}) {
+    auto chunked = ssd_run(inputs, chunk), in_float_run = ssd_run(in_float, chunk);
+    for (size_t i = 0; i < reference.size(); ++i) {
+      BOOST_TEST(torch::allclose(chunked[i], reference[i], 1e-10, 1e-12), names[i] << " chunk " << chunk);
+      const double scale = reference[i].abs().max().item<double>();
+      BOOST_TEST((in_float_run[i] - reference[i]).abs().max().item<double>() < 1e-5 * scale,
+                 names[i] << " chunk " << chunk << " in float");
+    }
+  }
+}
+
+// The recurrence itself against finite differences of its definition, for the decays (the
+// input the chunked form treats most differently), on the chunked path with two chunks.
+BOOST_AUTO_TEST_CASE(chunked_ssd_gradient_of_the_decays_matches_finite_differences) {
+  auto in = ssd_inputs(6, torch::kDouble);
+  auto f = [&](const torch::Tensor& a) { return induct::nn::ssd_scan(in[0], a, in[2], in[3], 4).pow(2).sum(); };
+  auto a = in[1].clone().requires_grad_(true);
+  f(a).backward();
+  auto numeric = torch::zeros_like(a);
+  const double eps = 1e-6;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    auto plus = a.detach().clone(), minus = a.detach().clone();
+    plus.view(-1)[i] += eps;
+    minus.view(-1)[i] -= eps;
+    numeric.view(-1)[i] = (f(plus).item<double>() - f(minus).item<double>()) / (2 * eps);
+  }
+  BOOST_TEST(torch::allclose(a.grad(), numeric, 1e-6, 1e-7));
+}
+
+// A state written at step 0 with no decay is read unchanged at every later step (long memory),
+// and a decay of exp(-1) per step shrinks it by that factor each step.
+BOOST_AUTO_TEST_CASE(ssd_scan_carries_the_state_by_its_decays) {
+  const int64_t T = 9;
+  auto x = torch::zeros({1, T, 1, 1}), B = torch::zeros({1, T, 1, 1}), C = torch::ones({1, T, 1, 1});
+  x.index_put_({0, 0}, 2.0);
+  B.index_put_({0, 0}, 1.0);
+  for (double log_decay : {0.0, -1.0}) {
+    auto y = induct::nn::ssd_scan(x, torch::full({1, T, 1}, log_decay), B, C, 4).flatten();
+    auto expected = 2.0 * torch::exp(log_decay * torch::arange(T, torch::kFloat));
+    BOOST_TEST(torch::allclose(y, expected, 1e-6, 1e-7), "log decay " << log_decay);
+  }
+  BOOST_CHECK_THROW(induct::nn::ssd_scan(x, torch::zeros({1, T, 2}), B, C, 4), c10::Error);
+  BOOST_CHECK_THROW(induct::nn::ssd_scan(torch::zeros({1, T, 3, 1}), torch::zeros({1, T, 3}),
+                                         torch::zeros({1, T, 2, 1}), torch::zeros({1, T, 2, 1}), 4),
+                    c10::Error);  // 2 groups do not divide 3 heads
+  BOOST_CHECK_THROW(induct::nn::ssd_scan(x, torch::zeros({1, T, 1}), B, C, 0), c10::Error);
 }
 
 // The fused depthwise causal convolution (float) against its LibTorch reference in double:
