@@ -80,6 +80,10 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
     const double H = get("hidden");
     return 2 * B * T * (4 * H * 2 * H + H * V);
   }
+  if (kind == "gru") {
+    const double H = get("hidden"), layers = get("layers");
+    return 2 * B * T * (layers * 3 * H * 2 * H + H * V);
+  }
   if (kind == "gpt2" || kind == "llama" || kind == "pythia") {
     const double d = get("d_model"), ff = get("d_ff"), layers = get("layers");
     const double mlp = kind == "llama" ? 3 * d * ff : 2 * d * ff;
@@ -99,6 +103,15 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
     const double scan = 6 * B * T * Di * N + 2 * K * B * T * Di;  // update, readout, conv
     return layers * (projections + scan) + 2 * B * T * d * V;
   }
+  if (kind == "mamba2") {
+    const double d = get("d_model"), Di = get("expand") * d, P = get("headdim"), H = Di / P,
+                 N = get("d_state"), G = get("ngroups"), K = get("d_conv"), layers = get("layers");
+    const double Q = std::min(get("chunk_size"), T), conv = Di + 2 * G * N;
+    const double projections = 2 * B * T * (d * (Di + conv + H) + Di * d);
+    // Within a chunk of Q steps: the scores C_i . B_j and their weighted sum of x, per head.
+    const double scan = 2 * B * T * Q * H * (N + P) + 2 * K * B * T * conv;
+    return layers * (projections + scan) + 2 * B * T * d * V;
+  }
   return 0;
 }
 
@@ -107,7 +120,7 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
 int main(int argc, char** argv) {
   po::options_description options("induct_bench options");
   options.add_options()(
-      "models", po::value<std::string>()->default_value("lstm,lstm768,gpt2,llama,pythia,dense_ssm,mamba"),
+      "models", po::value<std::string>()->default_value("lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2"),
       "models")("lengths", po::value<std::string>()->default_value("10,30,62"), "tokens per sequence")(
       "batch", po::value<int64_t>()->default_value(64), "batch size")(
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
@@ -136,11 +149,13 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::string> configs = {
       {"lstm", small ? "{name: lstm, hidden: 64}" : "{name: lstm, hidden: 256}"},
       {"lstm768", "{name: lstm, hidden: 768}"},
+      {"gru", small ? "{name: gru, hidden: 64}" : "{name: gru, hidden: 256}"},
       {"gpt2", small ? "{name: gpt2, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: gpt2}"},
       {"llama", small ? "{name: llama, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: llama}"},
       {"pythia", small ? "{name: pythia, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: pythia}"},
       {"dense_ssm", small ? "{name: dense_ssm, hidden: 64}" : "{name: dense_ssm}"},
       {"mamba", small ? "{name: mamba, layers: 2, d_model: 64}" : "{name: mamba}"},
+      {"mamba2", small ? "{name: mamba2, layers: 2, d_model: 64}" : "{name: mamba2}"},
   };
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));

@@ -26,6 +26,8 @@ PAPER = {
     "pythia": ("pythia", {}),
     "dense_ssm": ("dense_ssm", dict(precompute=True)),
     "mamba": ("mamba", {}),
+    "gru": ("gru", dict(hidden=256)),
+    "mamba2": ("mamba2", {}),
 }
 SMALL = {
     "lstm": ("lstm", dict(hidden=64)),
@@ -34,6 +36,8 @@ SMALL = {
     "pythia": ("pythia", dict(layers=2, d_model=64, heads=4, d_ff=256)),
     "dense_ssm": ("dense_ssm", dict(hidden=64, precompute=True)),
     "mamba": ("mamba", dict(layers=2, d_model=64)),
+    "gru": ("gru", dict(hidden=64)),
+    "mamba2": ("mamba2", dict(layers=2, d_model=64)),
 }
 
 

@@ -24,6 +24,18 @@ class LSTM(nn.Module):
         return self.head(h)
 
 
+class GRU(nn.Module):
+    def __init__(self, vocab, hidden=256, layers=1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.gru = nn.GRU(hidden, hidden, num_layers=layers, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):  # (b, t) -> (b, t, v)
+        h, _ = self.gru(self.embed(tokens))
+        return self.head(h)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
         super().__init__()
@@ -238,14 +250,77 @@ class Mamba(nn.Module):
         return x @ self.embed.weight.t() if self.tied else self.head(x)
 
 
+class Mamba2Block(nn.Module):
+    """Mamba-2's mixer (Dao and Gu 2024) with the SSD recurrence written step by step."""
+
+    def __init__(self, d, expand, headdim, d_state, ngroups, d_conv):
+        super().__init__()
+        di = expand * d
+        self.di, self.heads, self.p = di, di // headdim, headdim
+        self.g, self.n = ngroups, d_state
+        conv_dim = di + 2 * ngroups * d_state
+        self.norm = RMSNorm(d)
+        self.in_proj = nn.Linear(d, di + conv_dim + self.heads, bias=False)
+        self.conv = nn.Conv1d(conv_dim, conv_dim, d_conv, groups=conv_dim, padding=d_conv - 1)
+        self.dt_bias = nn.Parameter(torch.zeros(self.heads))
+        self.A_log = nn.Parameter(torch.zeros(self.heads))
+        self.D = nn.Parameter(torch.ones(self.heads))
+        self.gate_norm = RMSNorm(di)
+        self.out_proj = nn.Linear(di, d, bias=False)
+
+    def forward(self, u):  # (b, l, d)
+        b, l, _ = u.shape
+        h, p, g, n = self.heads, self.p, self.g, self.n
+        z, xbc, dt = self.in_proj(self.norm(u)).split([self.di, self.di + 2 * g * n, h], -1)
+        xbc = F.silu(self.conv(xbc.transpose(1, 2))[..., :l].transpose(1, 2))
+        x, B, C = xbc.split([self.di, g * n, g * n], -1)
+        x = x.reshape(b, l, h, p)
+        B = B.reshape(b, l, g, n).repeat_interleave(h // g, 2)  # (b, l, h, n)
+        C = C.reshape(b, l, g, n).repeat_interleave(h // g, 2)
+        dt = F.softplus(dt + self.dt_bias)  # (b, l, h)
+        A = -torch.exp(self.A_log)
+        state = torch.zeros(b, h, p, n)
+        ys = []
+        for t in range(l):
+            state = torch.exp(dt[:, t] * A)[:, :, None, None] * state + \
+                (dt[:, t, :, None] * x[:, t])[..., None] * B[:, t, :, None, :]
+            ys.append((state * C[:, t, :, None, :]).sum(-1))
+        y = torch.stack(ys, 1) + x * self.D[:, None]
+        return u + self.out_proj(self.gate_norm(y.reshape(b, l, self.di) * F.silu(z)))
+
+
+class Mamba2(nn.Module):
+    def __init__(self, vocab, layers=6, d_model=256, expand=2, headdim=64, d_state=128, ngroups=1,
+                 d_conv=4, tie_embeddings=True, chunk_size=None, dt_min=None, dt_max=None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(
+            Mamba2Block(d_model, expand, headdim, d_state, ngroups, d_conv) for _ in range(layers))
+        self.norm = RMSNorm(d_model)
+        self.tied = tie_embeddings
+        if not tie_embeddings:
+            self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        x = self.norm(x)
+        return x @ self.embed.weight.t() if self.tied else self.head(x)
+
+
 def build(name, vocab, max_length, options):
     """The reference model for an induct model name and its resolved options."""
     if name == "lstm":
         return LSTM(vocab, **options)
+    if name == "gru":
+        return GRU(vocab, **options)
     if name in STYLES:
         return Transformer(name, vocab, max_length, **options)
     if name == "dense_ssm":
         return DenseSSM(vocab, **options)
     if name == "mamba":
         return Mamba(vocab, **options)
+    if name == "mamba2":
+        return Mamba2(vocab, **options)
     raise ValueError(f"no reference implementation for model '{name}'")

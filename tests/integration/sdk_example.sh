@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The SDK promise, end to end: install induct into a temporary prefix, build
-# examples/gru-plugin against that install only, and run a study with the installed `induct`
+# examples/elman-plugin against that install only, and run a study with the installed `induct`
 # using the plugin through --plugin-path. No rebuild of the core is involved.
 #   sdk_example.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -15,14 +15,14 @@ step() {
   fi
 }
 step install.log cmake --install "$build_dir" --prefix "$work/prefix"
-step configure.log cmake -S "$source_dir/examples/gru-plugin" -B "$work/gru" -G Ninja \
+step configure.log cmake -S "$source_dir/examples/elman-plugin" -B "$work/elman" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix"
-step build.log cmake --build "$work/gru"
+step build.log cmake --build "$work/elman"
 induct="$work/prefix/bin/induct"
-"$induct" plugins --plugin-path "$work/gru" | tee "$work/plugins.txt"
-grep -Eq "^model +gru +gru 1.0.0 +libinduct_gru.so" "$work/plugins.txt"
+"$induct" plugins --plugin-path "$work/elman" | tee "$work/plugins.txt"
+grep -Eq "^model +elman +elman 1.0.0 +libinduct_elman.so" "$work/plugins.txt"
 # The plugin works in a process that is not the host that built it: a bare load checks its
 # RUNPATH and links (BUILD-NOTES.md).
-"$induct" run "$source_dir/examples/gru-plugin/study.yaml" --plugin-path "$work/gru" --out "$work/run"
+"$induct" run "$source_dir/examples/elman-plugin/study.yaml" --plugin-path "$work/elman" --out "$work/run"
 grep -q "succeeded" "$work/run/train.csv"
 echo "sdk example: installed, built out of tree, loaded and trained"

@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(loading_the_same_library_twice_is_harmless) {
   PluginRegistry registry;
   registry.load_all({INDUCT_PLUGIN_DIR, INDUCT_PLUGIN_DIR});
   BOOST_TEST(registry.problems().empty());
-  BOOST_TEST(registry.components().size() == 10u);  // 6 models, 4 tasks
+  BOOST_TEST(registry.components().size() == 12u);  // 8 models, 4 tasks
 }
 
 BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {
     BOOST_FAIL("no error");
   } catch (const PluginError& e) {
     std::string message = e.what();
-    BOOST_TEST(message.find("unknown model 'transformer' (available models: dense_ssm, gpt2, llama, lstm, mamba, pythia)") == 0u, message);
+    BOOST_TEST(message.find("unknown model 'transformer' (available models: dense_ssm, gpt2, gru, llama, lstm, mamba, mamba2, pythia)") == 0u, message);
   }
 }
 

@@ -37,12 +37,17 @@ BOOST_TEST_GLOBAL_FIXTURE(Setup);
 // The paper's sizes (docs/method.md section 8).
 const std::vector<std::string> kModels = {
     "{name: lstm, hidden: 256}",
+    "{name: gru}",
+    "{name: gru, hidden: 64, layers: 2}",
     "{name: gpt2}",
     "{name: llama}",
     "{name: pythia}",
     "{name: dense_ssm}",
     "{name: dense_ssm, hidden: 64, rank: 16, normalize: false}",
     "{name: mamba}",
+    "{name: mamba2}",
+    // Three chunks of the SSD scan over the 10 tokens, two groups of B and C.
+    "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4, tie_embeddings: false}",
 };
 
 void write_raw(const std::string& path, const torch::Tensor& t) {

@@ -1,6 +1,8 @@
-// A GRU sequence model for induct: embedding, a GRU of `layers` layers, a linear head on every
-// step. Written only against the installed SDK (<induct/...>) and LibTorch.
+// GRU (Cho et al. 2014) of `layers` layers, embedding = hidden, a linear head on every step:
+// the recurrent shape of the paper's LSTM with PyTorch's GRU cell (gates r, z, n;
+// n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) n + z h).
 #include <induct/model.hpp>
+#include <induct/nn/linear.hpp>
 #include <induct/plugin.hpp>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -17,10 +19,9 @@ class Gru final : public induct::SequenceModel {
                                                         .batch_first(true)))),
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
-  // tokens [B, T] -> logits [B, T, V]; a GRU only looks back, so it is causal.
-  torch::Tensor forward(const torch::Tensor& tokens) override {
-    auto states = std::get<0>(gru_->forward(embed_(tokens)));  // [B, T, H]
-    return head_(states);
+  torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
+    auto h = std::get<0>(gru_->forward(embed_(tokens)));         // [B, T, H]
+    return induct::nn::linear(h, head_->weight, head_->bias);
   }
 
  private:
@@ -30,16 +31,14 @@ class Gru final : public induct::SequenceModel {
 };
 
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
-  // Every option the model reads; the host rejects any other key under `model:`.
-  const auto hidden = ctx.options.get<long>("hidden", 128);
-  const auto layers = ctx.options.get<long>("layers", 1);
-  if (hidden < 1) ctx.options.fail("hidden", "must be at least 1");
-  if (layers < 1) ctx.options.fail("layers", "must be at least 1");
+  const auto hidden = induct::get_in_range(ctx.options, "hidden", 256, 1, induct::kMaxModelDimension);
+  const auto layers = induct::get_in_range(ctx.options, "layers", 1, 1, 64);
   return std::make_unique<Gru>(ctx.vocab_size, hidden, layers);
 }
 
 void register_components(induct::Registrar& registrar) {
-  registrar.add_model("gru", "GRU with a linear head (options: hidden=128, layers=1)", make);
+  registrar.add_model(
+      "gru", "GRU, embedding = hidden, linear head (options: hidden=256, layers=1)", make);
 }
 
 }  // namespace
