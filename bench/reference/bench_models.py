@@ -27,7 +27,7 @@ PAPER = {
     "dense_ssm": ("dense_ssm", dict(precompute=True)),
     "mamba": ("mamba", {}),
     "gru": ("gru", dict(hidden=256)),
-    "mamba2": ("mamba2", {}),
+    "mamba2": ("mamba2", dict(chunked=True)),
 }
 SMALL = {
     "lstm": ("lstm", dict(hidden=64)),
@@ -37,7 +37,7 @@ SMALL = {
     "dense_ssm": ("dense_ssm", dict(hidden=64, precompute=True)),
     "mamba": ("mamba", dict(layers=2, d_model=64)),
     "gru": ("gru", dict(hidden=64)),
-    "mamba2": ("mamba2", dict(layers=2, d_model=64)),
+    "mamba2": ("mamba2", dict(layers=2, d_model=64, chunked=True)),
 }
 
 

@@ -250,11 +250,42 @@ class Mamba(nn.Module):
         return x @ self.embed.weight.t() if self.tied else self.head(x)
 
 
-class Mamba2Block(nn.Module):
-    """Mamba-2's mixer (Dao and Gu 2024) with the SSD recurrence written step by step."""
+def ssd_chunked(x, a, B, C, chunk):
+    """The SSD paper's minimal chunked listing (ssd_minimal_discrete), for the benchmarks:
+    x (b, l, h, p), a (b, l, h), B and C (b, l, h, n) -> y (b, l, h, p)."""
+    b, l, h, p = x.shape
+    q = min(chunk, l)
+    pad = -l % q
+    x, a, B, C = (F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad)) for t in (x, a, B, C))
+    c = x.shape[1] // q
+    x, B, C = (t.reshape(b, c, q, h, -1) for t in (x, B, C))
+    a = a.reshape(b, c, q, h).permute(0, 3, 1, 2)  # (b, h, c, q)
+    a_cum = a.cumsum(-1)
 
-    def __init__(self, d, expand, headdim, d_state, ngroups, d_conv):
+    def segsum(t):
+        n = t.shape[-1]
+        t = t[..., None].expand(*t.shape, n).masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(-1), 0)
+        return t.cumsum(-2).masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(0), float("-inf"))
+
+    scores = torch.einsum("bclhn,bcshn->bhcls", C, B) * torch.exp(segsum(a))
+    y = torch.einsum("bhcls,bcshp->bclhp", scores, x)
+    if c == 1:
+        return y.reshape(b, q, h, p)[:, :l]
+    states = torch.einsum("bclhn,bhcl,bclhp->bchpn", B, torch.exp(a_cum[..., -1:] - a_cum), x)
+    states = torch.cat([torch.zeros_like(states[:, :1]), states], 1)
+    across = torch.exp(segsum(F.pad(a_cum[..., -1], (1, 0))))
+    states = torch.einsum("bhzc,bchpn->bzhpn", across, states)[:, :-1]
+    y = y + torch.einsum("bclhn,bchpn,bhcl->bclhp", C, states, torch.exp(a_cum))
+    return y.reshape(b, c * q, h, p)[:, :l]
+
+
+class Mamba2Block(nn.Module):
+    """Mamba-2's mixer (Dao and Gu 2024) with the SSD recurrence written step by step, or
+    (chunk > 0, for the benchmarks) the SSD paper's chunked listing."""
+
+    def __init__(self, d, expand, headdim, d_state, ngroups, d_conv, chunk=0):
         super().__init__()
+        self.chunk = chunk
         di = expand * d
         self.di, self.heads, self.p = di, di // headdim, headdim
         self.g, self.n = ngroups, d_state
@@ -279,23 +310,29 @@ class Mamba2Block(nn.Module):
         C = C.reshape(b, l, g, n).repeat_interleave(h // g, 2)
         dt = F.softplus(dt + self.dt_bias)  # (b, l, h)
         A = -torch.exp(self.A_log)
-        state = torch.zeros(b, h, p, n)
-        ys = []
-        for t in range(l):
-            state = torch.exp(dt[:, t] * A)[:, :, None, None] * state + \
-                (dt[:, t, :, None] * x[:, t])[..., None] * B[:, t, :, None, :]
-            ys.append((state * C[:, t, :, None, :]).sum(-1))
-        y = torch.stack(ys, 1) + x * self.D[:, None]
+        if self.chunk:
+            y = ssd_chunked(x * dt[..., None], dt * A, B, C, self.chunk)
+        else:
+            state = torch.zeros(b, h, p, n)
+            ys = []
+            for t in range(l):
+                state = torch.exp(dt[:, t] * A)[:, :, None, None] * state + \
+                    (dt[:, t, :, None] * x[:, t])[..., None] * B[:, t, :, None, :]
+                ys.append((state * C[:, t, :, None, :]).sum(-1))
+            y = torch.stack(ys, 1)
+        y = y + x * self.D[:, None]
         return u + self.out_proj(self.gate_norm(y.reshape(b, l, self.di) * F.silu(z)))
 
 
 class Mamba2(nn.Module):
     def __init__(self, vocab, layers=6, d_model=256, expand=2, headdim=64, d_state=128, ngroups=1,
-                 d_conv=4, tie_embeddings=True, chunk_size=None, dt_min=None, dt_max=None):
+                 d_conv=4, tie_embeddings=True, chunk_size=256, chunked=False, dt_min=None,
+                 dt_max=None):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
         self.blocks = nn.ModuleList(
-            Mamba2Block(d_model, expand, headdim, d_state, ngroups, d_conv) for _ in range(layers))
+            Mamba2Block(d_model, expand, headdim, d_state, ngroups, d_conv, chunk_size if chunked else 0)
+            for _ in range(layers))
         self.norm = RMSNorm(d_model)
         self.tied = tie_embeddings
         if not tie_embeddings:

@@ -1,6 +1,6 @@
 // The SDK's shared blocks (induct/nn): the fused selective scan against its autograd
 // reference, forward and backward; Mamba-2's chunked SSD scan against its step-by-step
-// recurrence; the fused LSTM layer, causal attention, GELU and dropout
+// recurrence; the fused LSTM and GRU layers, causal attention, GELU and dropout
 // against LibTorch's operations; rotary embeddings; RMSNorm.
 #define BOOST_TEST_MODULE nn
 #include <boost/test/unit_test.hpp>
@@ -12,6 +12,7 @@
 #include "induct/nn/linear.hpp"
 #include "induct/nn/loss.hpp"
 #include "induct/nn/elementwise.hpp"
+#include "induct/nn/gru.hpp"
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
 #include "induct/nn/scan.hpp"
@@ -299,6 +300,41 @@ BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {
       BOOST_TEST(error < 2e-5, names[i] << " at scale " << scale << ": max error " << error);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(fused_gru_matches_libtorch_forward_and_backward) {
+  // As the LSTM above: float takes the fused kernel, double LibTorch's gru (the reference);
+  // scale 3 saturates the gates at both ends. T = 1 has no recurrent product at all.
+  for (int64_t T : {1, 9})
+    for (double scale : {0.5, 3.0}) {
+      auto run = [&](torch::Dtype dtype) {
+        torch::manual_seed(6);
+        const int64_t B = 3, I = 6, H = 20;
+        auto opts = torch::TensorOptions().dtype(torch::kDouble);
+        std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts), torch::randn({3 * H, I}, opts) * scale / 2,
+                                      torch::randn({3 * H, H}, opts) * scale / 4,
+                                      torch::randn({3 * H}, opts), torch::randn({3 * H}, opts)};
+        for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+        auto y = induct::nn::gru_layer(in[0], in[1], in[2], in[3], in[4]);
+        auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+        (y * weights).sum().backward();
+        std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+        for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+        return out;
+      };
+      auto fused = run(torch::kFloat), reference = run(torch::kDouble);
+      const char* names[] = {"h", "dx", "dw_ih", "dw_hh", "db_ih", "db_hh"};
+      for (size_t i = 0; i < fused.size(); ++i) {
+        const double error = (fused[i] - reference[i]).abs().max().item<double>();
+        const double size = reference[i].abs().max().item<double>();
+        BOOST_TEST(error < 2e-5 * std::max(1.0, size),
+                   names[i] << " T=" << T << " at scale " << scale << ": max error " << error);
+        if (T > 1) BOOST_TEST(size > 0, names[i] << " is zero");
+      }
+    }
+  BOOST_CHECK_THROW(induct::nn::gru_layer(torch::rand({2, 3, 4}), torch::rand({12, 4}), torch::rand({16, 4}),
+                                          torch::rand({12}), torch::rand({12})),
+                    c10::Error);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // the recurrent shape of the paper's LSTM with PyTorch's GRU cell (gates r, z, n;
 // n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) n + z h).
 #include <induct/model.hpp>
+#include <induct/nn/gru.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/plugin.hpp>
 #include <torch/nn/modules/embedding.h>
@@ -20,7 +21,11 @@ class Gru final : public induct::SequenceModel {
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    auto h = std::get<0>(gru_->forward(embed_(tokens)));         // [B, T, H]
+    auto h = embed_(tokens);                                      // [B, T, H]
+    // torch::nn::GRU holds the parameters (and their names); the SDK's fused layer runs them.
+    const auto w = gru_->all_weights();  // per layer: weight_ih, weight_hh, bias_ih, bias_hh
+    for (size_t l = 0; l + 3 < w.size(); l += 4)
+      h = induct::nn::gru_layer(h, w[l], w[l + 1], w[l + 2], w[l + 3]);
     return induct::nn::linear(h, head_->weight, head_->bias);
   }
 
