@@ -12,6 +12,7 @@
 #include "report/reports.hpp"
 #include "report/table.hpp"
 #include "study/study.hpp"
+#include "train/hook_names.hpp"
 #include "exec/mpi.hpp"
 #include "exec/runner.hpp"
 #include "util/process.hpp"
@@ -95,6 +96,21 @@ int command_plugins(const Global& global) {
     table.rows.push_back({c.kind, c.name, c.plugin_name + " " + c.plugin_version,
                           fs::path(c.library).filename().string(), c.description});
   std::cout << table.text();
+  // Each model's hook points (the layer outputs that probes read), from one forward pass at its
+  // defaults; a model that cannot be built at its defaults says why.
+  std::cout << "\nhook points (layer outputs, in forward order):\n";
+  for (const auto& c : registry.components()) {
+    if (c.kind != "model") continue;
+    std::string hooks;
+    try {
+      hooks = induct::summarize_hook_names(induct::model_hook_names(registry, c.name));
+      if (hooks.empty()) hooks = "none (the model marks no layer outputs)";
+    } catch (const std::exception& e) {
+      const std::string message = e.what();
+      hooks = "unknown: not buildable at its defaults (" + message.substr(0, message.find('\n')) + ")";
+    }
+    std::cout << "  " << c.name << ": " << hooks << "\n";
+  }
   std::cout << "\nplugin path:";
   for (const auto& p : path) std::cout << "\n  " << p;
   std::cout << "\n";

@@ -21,8 +21,9 @@ class Elman final : public induct::SequenceModel {
 
   // tokens [B, T] -> logits [B, T, V]; an RNN only looks back, so it is causal.
   torch::Tensor forward(const torch::Tensor& tokens) override {
-    auto states = std::get<0>(rnn_->forward(embed_(tokens)));  // [B, T, H]
-    return head_(states);
+    // `hooks` shows layer outputs to the studies that read them (probes); a no-op otherwise.
+    auto x = hooks("embed", embed_(tokens));                          // [B, T, H]
+    return head_(hooks("rnn", std::get<0>(rnn_->forward(x))));  // the last layer's states
   }
 
  private:

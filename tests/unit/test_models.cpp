@@ -7,6 +7,7 @@
 #include "options_yaml.hpp"
 #include "support.hpp"
 #include "train/components.hpp"
+#include "train/hook_names.hpp"
 #include "util/process.hpp"
 
 using namespace induct;
@@ -56,6 +57,45 @@ BOOST_DATA_TEST_CASE(model_is_causal, bdata::make(kModels), name) {
   torch::Tensor la = model->forward(a), lb = model->forward(b);
   BOOST_TEST(torch::allclose(la.slice(1, 0, 6), lb.slice(1, 0, 6), 1e-6, 1e-6));
   BOOST_TEST(!torch::allclose(la.slice(1, 6), lb.slice(1, 6), 1e-4, 1e-4));
+}
+
+// Hook points: a handler that replaces every activation by a copy of itself leaves the logits
+// exactly as they are; zeroing one hook's activation changes them (the hook is on the path);
+// the names are as docs/plugin-guide.md lists them.
+BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(kModels), name) {
+  auto model = make(kSmall.at(name), 12, 10, 1);
+  model->eval();
+  torch::manual_seed(4);
+  const auto tokens = torch::randint(0, 10, {3, 10}, torch::kLong);
+  const auto plain = model->forward(tokens);
+  std::vector<std::string> seen;
+  model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
+    seen.push_back(hook);
+    BOOST_TEST(x.size(0) == 3);
+    BOOST_TEST(x.size(1) == 10);
+    return x.clone();
+  });
+  BOOST_TEST(torch::equal(model->forward(tokens), plain));
+  BOOST_REQUIRE(!seen.empty());
+  const std::map<std::string, std::string> expected = {
+      {"lstm", "embed, lstm"}, {"gru", "embed, gru.0-1"}, {"gpt2", "embed, block.0-1, norm"},
+      {"llama", "embed, block.0-1, norm"}, {"pythia", "embed, block.0-1, norm"},
+      {"dense_ssm", "state"}, {"mamba", "embed, block.0, norm"}, {"mamba2", "embed, block.0-1, norm"}};
+  BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
+  for (const auto& target : seen) {
+    model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
+      return hook == target ? torch::zeros_like(x) : x;
+    });
+    BOOST_TEST(!torch::allclose(model->forward(tokens), plain), target);
+  }
+  model->hooks.clear();
+  BOOST_TEST(torch::equal(model->forward(tokens), plain));
+}
+
+BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {
+  BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "gpt2")) == "embed, block.0-5, norm");
+  BOOST_TEST(summarize_hook_names({"a.0", "a.1", "b.2", "a.3", "c", "d.x", "e.1"}) == "a.0-1, b.2, a.3, c, d.x, e.1");
+  BOOST_TEST(summarize_hook_names({}) == "");
 }
 
 BOOST_DATA_TEST_CASE(same_seed_same_initial_weights, bdata::make(kModels), name) {

@@ -148,7 +148,8 @@ class DenseSsm final : public induct::SequenceModel {
       if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(kMinNorm);
       states.push_back(h);
     }
-    return induct::nn::linear(torch::stack(states, 1), head_->weight, head_->bias);  // [B, T, V]
+    auto all_states = hooks("state", torch::stack(states, 1));  // [B, T, H]
+    return induct::nn::linear(all_states, head_->weight, head_->bias);  // [B, T, V]
   }
 
  private:

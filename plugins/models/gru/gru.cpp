@@ -21,11 +21,11 @@ class Gru final : public induct::SequenceModel {
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    auto h = embed_(tokens);                                      // [B, T, H]
+    auto h = hooks("embed", embed_(tokens));                      // [B, T, H]
     // torch::nn::GRU holds the parameters (and their names); the SDK's fused layer runs them.
     const auto w = gru_->all_weights();  // per layer: weight_ih, weight_hh, bias_ih, bias_hh
     for (size_t l = 0; l + 3 < w.size(); l += 4)
-      h = induct::nn::gru_layer(h, w[l], w[l + 1], w[l + 2], w[l + 3]);
+      h = hooks("gru." + std::to_string(l / 4), induct::nn::gru_layer(h, w[l], w[l + 1], w[l + 2], w[l + 3]));
     return induct::nn::linear(h, head_->weight, head_->bias);
   }
 

@@ -18,10 +18,10 @@ class Lstm final : public induct::SequenceModel {
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
   torch::Tensor forward(const torch::Tensor& tokens) override {
-    auto x = embed_(tokens);  // [B, T, H]
+    auto x = hooks("embed", embed_(tokens));  // [B, T, H]
     // torch::nn::LSTM holds the parameters (and their names); the SDK's fused layer runs them.
     const auto w = lstm_->all_weights();  // weight_ih, weight_hh, bias_ih, bias_hh
-    auto h = induct::nn::lstm_layer(x, w[0], w[1], w[2], w[3]);  // [B, T, H]
+    auto h = hooks("lstm", induct::nn::lstm_layer(x, w[0], w[1], w[2], w[3]));  // [B, T, H]
     return induct::nn::linear(h, head_->weight, head_->bias);     // [B, T, V]
   }
 

@@ -105,9 +105,10 @@ class Mamba2 final : public induct::SequenceModel {
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    auto x = embed_(tokens);
-    for (auto& block : blocks_) x = block->forward(x);
-    x = norm_(x);
+    auto x = hooks("embed", embed_(tokens));
+    for (size_t i = 0; i < blocks_.size(); ++i)
+      x = hooks("block." + std::to_string(i), blocks_[i]->forward(x));
+    x = hooks("norm", norm_(x));
     return head_ ? project(head_, x) : induct::nn::linear(x, embed_->weight);
   }
 

@@ -135,8 +135,10 @@ class Transformer final : public induct::SequenceModel {
     auto x = tok_(tokens);  // [B, T, D]
     if (pos_) x = x + pos_(torch::arange(T, tokens.options()));
     if (config_.dropout > 0) x = induct::nn::dropout(x, config_.dropout, is_training());
-    for (auto& block : blocks_) x = block->forward(x);
-    x = norm_(x);
+    x = hooks("embed", x);
+    for (size_t i = 0; i < blocks_.size(); ++i)
+      x = hooks("block." + std::to_string(i), blocks_[i]->forward(x));
+    x = hooks("norm", norm_(x));
     return induct::nn::linear(x, head_ ? head_->weight : tok_->weight);
   }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "induct/export.hpp"
+#include "induct/hooks.hpp"
 #include "induct/options.hpp"
 
 namespace induct {
@@ -15,10 +16,14 @@ namespace induct {
 // Causal: logits at position t depend only on tokens 0..t. The host pads batches at the end
 // with ModelContext::pad_token, so a causal model needs no mask. The host owns the optimizer
 // and the training loop; a model only computes. train()/eval() switch dropout as usual.
+// A model passes its layer outputs through `hooks` (induct/hooks.hpp); one that does not still
+// runs every study but the ones that read layers.
 class INDUCT_SDK_API SequenceModel : public torch::nn::Module {
  public:
   ~SequenceModel() override;
   virtual torch::Tensor forward(const torch::Tensor& tokens) = 0;
+
+  Hooks hooks;
 };
 
 // The largest width, depth or state size the built-in models accept (get_in_range): far past

@@ -1,0 +1,20 @@
+// The hook points (induct/hooks.hpp) of a model plugin, for `induct plugins` and the studies
+// that read layers. No torch headers: the CLI includes this.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plugin/registry.hpp"
+
+namespace induct {
+
+// The names a model passes its layer outputs through, in the order of one forward pass of the
+// model at its default options (vocabulary 4, 4 tokens). Empty for a model without hooks;
+// PluginError or ConfigError when the model cannot be built at its defaults.
+std::vector<std::string> model_hook_names(const PluginRegistry& registry, const std::string& model);
+
+// The names with runs of numbered ones shortened: "embed, block.0-5, norm".
+std::string summarize_hook_names(const std::vector<std::string>& names);
+
+}  // namespace induct
