@@ -1,0 +1,62 @@
+// Reading a model's layers through its hook points (induct/hooks.hpp): linear probes for the
+// tracked state, ablation of the probe's directions, and activation patching. The
+// measurements behind a layerwise study; they work on any SequenceModel that marks hooks.
+#pragma once
+
+#include <torch/types.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "induct/model.hpp"
+
+namespace induct {
+
+struct ProbeSettings {
+  int64_t iterations = 100;  // full-batch L-BFGS iterations
+  double l2 = 1e-3;          // penalty on the weights (standardised features), per sample
+};
+
+// Multinomial logistic regression from activations [M, D] to classes [M] (states), fitted on
+// standardised features.
+struct LinearProbe {
+  torch::Tensor mean, scale;  // [D]: the features are (x - mean) / scale
+  torch::Tensor weight;       // [S, D] on the standardised features
+  torch::Tensor bias;         // [S]
+
+  torch::Tensor predict(const torch::Tensor& x) const;  // [M, D] -> [M]
+  double accuracy(const torch::Tensor& x, const torch::Tensor& labels) const;
+  // The probe's directions in the activation's own coordinates: an orthonormal basis [D, k]
+  // of the span of the class weights' differences (what the probe's decision depends on).
+  torch::Tensor directions() const;
+  // x [..., D] with those directions set to the training mean: x - ((x - mean) Q) Q^T.
+  torch::Tensor ablate(const torch::Tensor& x) const;
+};
+
+LinearProbe fit_probe(const torch::Tensor& x, const torch::Tensor& labels, int64_t classes,
+                      const ProbeSettings& settings = {});
+
+// The share of the most frequent class among labels: the accuracy of always guessing it.
+double majority_share(const torch::Tensor& labels, int64_t classes);
+// (accuracy - chance) / (1 - chance): 0 at chance, 1 when perfect (0 when chance is 1).
+double normalized_accuracy(double accuracy, double chance);
+
+// Every hook point's activation for tokens [B, T], in eval mode without gradients.
+std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens);
+
+// Logits [B, T, V] with the activation of `hook` replaced by edit(activation) (ablation), or
+// at one position by value [B, ...] (patching). Eval mode, no gradients; the model's hooks are
+// cleared afterwards.
+torch::Tensor run_edited(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
+                         const std::function<torch::Tensor(const torch::Tensor&)>& edit);
+torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
+                          int64_t position, const torch::Tensor& value);
+
+// The share of the clean-corrupted gap a patch recovers, for one logit difference per pair
+// (e.g. clean answer minus corrupted answer at the readout): sum(patched - corrupted) /
+// sum(clean - corrupted) over the pairs, 0 when the gaps sum to 0.
+double recovered_share(const torch::Tensor& clean, const torch::Tensor& corrupted,
+                       const torch::Tensor& patched);
+
+}  // namespace induct
