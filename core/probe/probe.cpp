@@ -63,10 +63,6 @@ double majority_share(const torch::Tensor& labels, int64_t classes) {
   return torch::bincount(labels.flatten(), {}, classes).max().item<double>() / labels.numel();
 }
 
-double normalized_accuracy(double accuracy, double chance) {
-  return chance >= 1 ? 0 : (accuracy - chance) / (1 - chance);
-}
-
 std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens) {
   std::map<std::string, torch::Tensor> seen;
   model.hooks.set_handler([&](const std::string& name, const torch::Tensor& x) {

@@ -37,10 +37,9 @@ struct LinearProbe {
 LinearProbe fit_probe(const torch::Tensor& x, const torch::Tensor& labels, int64_t classes,
                       const ProbeSettings& settings = {});
 
-// The share of the most frequent class among labels: the accuracy of always guessing it.
+// The share of the most frequent class among labels: the accuracy of always guessing it (the
+// chance level for above_chance, train/generalization.hpp).
 double majority_share(const torch::Tensor& labels, int64_t classes);
-// (accuracy - chance) / (1 - chance): 0 at chance, 1 when perfect (0 when chance is 1).
-double normalized_accuracy(double accuracy, double chance);
 
 // Every hook point's activation for tokens [B, T], in eval mode without gradients.
 std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens);

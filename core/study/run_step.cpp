@@ -16,6 +16,9 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
       TrialSpec trial = make_trial(config, cell, n, lr, seed);
       trial.eval_lengths = eval_lengths;
       trial.eval_samples = eval_lengths.empty() ? 0 : config.lengthgen.samples;
+      // A study that reads trained models (length generalization) keeps them: OUT/checkpoints/.
+      if (!eval_lengths.empty())
+        trial.checkpoint_dir = std::filesystem::absolute(run.out_dir / "checkpoints").string();
       step.trials.push_back(std::move(trial));
     }
   step.results.assign(step.trials.size(), TrialResult::cancelled());

@@ -1,6 +1,10 @@
 #include "train/components.hpp"
 
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
 #include <torch/utils.h>
+
+#include <filesystem>
 
 #include <sstream>
 
@@ -87,6 +91,27 @@ std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Op
   auto task = registry.make_task(name, TaskContext{section});
   section.reject_unknown_keys("task '" + name + "'");
   return task;
+}
+
+std::string checkpoint_path(const std::string& checkpoint_dir, const std::string& key) {
+  return (std::filesystem::path(checkpoint_dir) / (key + ".pt")).string();
+}
+
+void save_checkpoint(SequenceModel& model, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::create_directories(fs::path(path).parent_path());
+  torch::serialize::OutputArchive archive;
+  model.save(archive);
+  const std::string temporary = path + ".partial";
+  archive.save_to(temporary);
+  fs::rename(temporary, path);
+}
+
+void load_checkpoint(SequenceModel& model, const std::string& path) {
+  if (!std::filesystem::exists(path)) throw ConfigError(path + ": no such checkpoint");
+  torch::serialize::InputArchive archive;
+  archive.load_from(path);
+  model.load(archive);
 }
 
 std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,
@@ -178,10 +203,12 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
   TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
-  if (!spec.eval_lengths.empty() && result.status != TrialStatus::kCancelled)
+  if (result.status == TrialStatus::kCancelled) return result;
+  if (!spec.eval_lengths.empty())
     result.generalization =
         evaluate_generalization(*model, cell, spec.eval_lengths, spec.eval_samples, spec.seed,
                                 spec.training.eval_batch_size, device);
+  if (!spec.checkpoint_dir.empty()) save_checkpoint(*model, checkpoint_path(spec.checkpoint_dir, spec.key()));
   return result;
 }
 

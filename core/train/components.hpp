@@ -28,6 +28,15 @@ struct ModelShape {
 // The model of a `model:` section: seeds torch with `seed`, calls the factory, rejects keys
 // the plugin did not read, moves it to `device` and checks that a forward pass on
 // [2, max_length] tokens gives [2, max_length, vocab_size] logits (PluginError otherwise).
+// DIR/checkpoints/<trial key>.pt: where a trial with checkpoint_dir DIR/checkpoints saves its
+// trained model.
+std::string checkpoint_path(const std::string& checkpoint_dir, const std::string& key);
+// LibTorch's serialization of the model's parameters and buffers (by name), written to a
+// temporary file and renamed, so a checkpoint is whole or absent; load_checkpoint reads one
+// into a model built from the same cell (a name or shape that differs is an error).
+void save_checkpoint(SequenceModel& model, const std::string& path);
+void load_checkpoint(SequenceModel& model, const std::string& path);
+
 std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,
                                                   const Options& section, const ModelShape& shape,
                                                   uint64_t seed, torch::Device device);

@@ -12,10 +12,13 @@
 
 namespace induct {
 
+double above_chance(double accuracy, double chance) {
+  return chance >= 1 ? 0 : (accuracy - chance) / (1.0 - chance);
+}
+
 double normalized_accuracy(double accuracy, int64_t states) {
   if (states < 2) return accuracy;
-  const double chance = 1.0 / static_cast<double>(states);
-  return (accuracy - chance) / (1.0 - chance);
+  return above_chance(accuracy, 1.0 / static_cast<double>(states));
 }
 
 namespace {

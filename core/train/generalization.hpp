@@ -18,7 +18,9 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
                                                    uint64_t samples, uint64_t seed,
                                                    int64_t batch_size, torch::Device device);
 
-// (accuracy - 1/S) / (1 - 1/S): 0 is chance over S states, 1 is perfect.
+// (accuracy - chance) / (1 - chance): 0 at chance, 1 when perfect (0 when chance is 1).
+double above_chance(double accuracy, double chance);
+// above_chance with chance 1/S: uniform over S states.
 double normalized_accuracy(double accuracy, int64_t states);
 
 }  // namespace induct

@@ -129,6 +129,7 @@ YAML::Node TrialSpec::to_yaml() const {
   YAML::Node node = identity();
   node["device"] = device;
   for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
+  if (!checkpoint_dir.empty()) node["checkpoint_dir"] = checkpoint_dir;
   return node;
 }
 
@@ -163,6 +164,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
     for (const auto& n : node["eval_lengths"]) spec.eval_lengths.push_back(n.as<int>());
     spec.eval_samples = node["eval_samples"].as<uint64_t>();
   }
+  if (node["checkpoint_dir"]) spec.checkpoint_dir = node["checkpoint_dir"].as<std::string>();
   return spec;
 }
 

@@ -44,6 +44,9 @@ struct TrialSpec {
   // sequences of each of these lengths (empty: no such evaluation).
   std::vector<int> eval_lengths;
   uint64_t eval_samples = 0;
+  // Where to save the trained model (checkpoint_path), for studies that read trained models
+  // again; empty: not saved. A path, so not part of the key.
+  std::string checkpoint_dir;
 
   YAML::Node to_yaml() const;
   static TrialSpec from_yaml(const YAML::Node& node);

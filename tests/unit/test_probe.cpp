@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "probe/probe.hpp"
+#include "train/generalization.hpp"
 #include "util/process.hpp"
 
 using namespace induct;
@@ -51,7 +52,7 @@ BOOST_AUTO_TEST_CASE(probe_reads_the_state_where_it_is_written) {
     auto x = acts.at(hook).reshape({labels.size(0), -1});
     auto probe = fit_probe(x.narrow(0, 0, half), labels.narrow(0, 0, half), 2);
     const auto held_out = labels.narrow(0, half, half);
-    const double score = normalized_accuracy(probe.accuracy(x.narrow(0, half, half), held_out),
+    const double score = above_chance(probe.accuracy(x.narrow(0, half, half), held_out),
                                              majority_share(held_out, 2));
     BOOST_TEST_MESSAGE(hook << ": normalised probe accuracy " << score);
     BOOST_TEST(std::abs(score - expected) < 0.1, hook << ": normalised accuracy " << score);

@@ -72,6 +72,7 @@ BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
   // Lengths 2..6: 124 sequences, 22 for validation, N_max = 102, all used for training.
   TrialSpec spec = parity_trial(6, 102, 64, 3e-3, 2000);
   spec.training.epsilon = 1e-3;
+  spec.checkpoint_dir = test::temp_dir("checkpoints");
   TrialResult result = run_trial(spec, test::plugins());
   BOOST_TEST(result.succeeded(), "status " << to_string(result.status) << ", best loss "
                                            << result.best_loss << " after " << result.steps);
@@ -79,6 +80,25 @@ BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
   BOOST_TEST(result.last.final_accuracy == 1.0);
   BOOST_TEST(result.last.count == 22);
   BOOST_TEST(result.last.per_length.size() == 4u);  // length 2 has no validation sequence
+  // The trained model was saved by the trial's key (checkpoint_dir is a path, not in the key):
+  // loaded into a model built with another seed, it tracks parity. Parity's ACoT vocabulary:
+  // actions 0 and 1, states 2 and 3, then PAD and SEP; the target at t is the state after t.
+  const std::string path = checkpoint_path(spec.checkpoint_dir, spec.key());
+  TrialSpec unsaved = spec;
+  unsaved.checkpoint_dir.clear();
+  BOOST_TEST(unsaved.key() == spec.key());
+  BOOST_TEST(TrialSpec::from_yaml(spec.to_yaml()).checkpoint_dir == spec.checkpoint_dir);
+  auto model = make_model_checked(test::plugins(), yaml::from_node(spec.cell.model, "model"), {6, 6, 4}, 99,
+                                  torch::kCPU);
+  auto tokens = torch::tensor({1, 1, 0, 1, 0, 1}, torch::kLong).view({1, 6});
+  const auto expected = torch::tensor({3, 2, 2, 3, 3, 2}, torch::kLong).view({1, 6});
+  torch::NoGradGuard no_grad;
+  model->eval();
+  BOOST_TEST(!torch::equal(model->forward(tokens).argmax(-1), expected));  // untrained
+  load_checkpoint(*model, path);
+  BOOST_TEST(torch::equal(model->forward(tokens).argmax(-1), expected));
+  BOOST_CHECK_THROW(load_checkpoint(*model, path + ".missing"), ConfigError);
+  test::run_command("rm -rf '" + spec.checkpoint_dir + "'");
 }
 
 BOOST_AUTO_TEST_CASE(a_diverging_run_ends_at_its_own_step_whatever_the_evaluation_interval) {
