@@ -274,64 +274,50 @@ BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {
       }
 }
 
-BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {
-  // The fused kernel runs on float CPU tensors; double tensors take LibTorch's lstm: the
-  // reference. Gate pre-activations from about -10 to 10 (scale 3) reach both saturated ends.
-  for (double scale : {0.5, 3.0}) {
-    auto run = [&](torch::Dtype dtype) {
-      torch::manual_seed(5);
-      const int64_t B = 3, T = 9, I = 6, H = 20;  // H not a multiple of the vector width
-      auto opts = torch::TensorOptions().dtype(torch::kDouble);
-      std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts), torch::randn({4 * H, I}, opts) * scale / 2,
-                                    torch::randn({4 * H, H}, opts) * scale / 4, torch::randn({4 * H}, opts),
-                                    torch::randn({4 * H}, opts)};
-      for (auto& t : in) t = t.to(dtype).requires_grad_(true);
-      auto y = induct::nn::lstm_layer(in[0], in[1], in[2], in[3], in[4]);
-      auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
-      (y * weights).sum().backward();
-      std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
-      for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
-      return out;
-    };
-    auto fused = run(torch::kFloat), reference = run(torch::kDouble);
-    const char* names[] = {"h", "dx", "dw_ih", "dw_hh", "db_ih", "db_hh"};
-    for (size_t i = 0; i < fused.size(); ++i) {
-      const double error = (fused[i] - reference[i]).abs().max().item<double>();
-      BOOST_TEST(error < 2e-5, names[i] << " at scale " << scale << ": max error " << error);
-    }
+namespace {
+using RecurrentLayer = torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                         const torch::Tensor&, const torch::Tensor&);
+
+// A fused recurrent layer (float) against LibTorch's (which the same function takes in double):
+// the output and every gradient for fixed upstream weights, H not a multiple of the vector
+// width, gate pre-activations from about -10 to 10 at scale 3 (both saturated ends).
+void check_recurrent_layer(RecurrentLayer layer, int64_t gates, int64_t T, double scale, uint64_t seed) {
+  auto run = [&](torch::Dtype dtype) {
+    torch::manual_seed(seed);
+    const int64_t B = 3, I = 6, H = 20;
+    auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts), torch::randn({gates * H, I}, opts) * scale / 2,
+                                  torch::randn({gates * H, H}, opts) * scale / 4,
+                                  torch::randn({gates * H}, opts), torch::randn({gates * H}, opts)};
+    for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+    auto y = layer(in[0], in[1], in[2], in[3], in[4]);
+    auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+    (y * weights).sum().backward();
+    std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+    for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+    return out;
+  };
+  auto fused = run(torch::kFloat), reference = run(torch::kDouble);
+  const char* names[] = {"h", "dx", "dw_ih", "dw_hh", "db_ih", "db_hh"};
+  for (size_t i = 0; i < fused.size(); ++i) {
+    const double error = (fused[i] - reference[i]).abs().max().item<double>();
+    const double size = reference[i].abs().max().item<double>();
+    BOOST_TEST(error < 2e-5 * std::max(1.0, size),
+               names[i] << " T=" << T << " at scale " << scale << ": max error " << error);
+    if (T > 1) BOOST_TEST(size > 0, names[i] << " is zero");
   }
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(fused_lstm_matches_libtorch_forward_and_backward) {
+  for (int64_t T : {1, 9})
+    for (double scale : {0.5, 3.0}) check_recurrent_layer(induct::nn::lstm_layer, 4, T, scale, 5);
 }
 
 BOOST_AUTO_TEST_CASE(fused_gru_matches_libtorch_forward_and_backward) {
-  // As the LSTM above: float takes the fused kernel, double LibTorch's gru (the reference);
-  // scale 3 saturates the gates at both ends. T = 1 has no recurrent product at all.
+  // T = 1 has no recurrent product at all.
   for (int64_t T : {1, 9})
-    for (double scale : {0.5, 3.0}) {
-      auto run = [&](torch::Dtype dtype) {
-        torch::manual_seed(6);
-        const int64_t B = 3, I = 6, H = 20;
-        auto opts = torch::TensorOptions().dtype(torch::kDouble);
-        std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts), torch::randn({3 * H, I}, opts) * scale / 2,
-                                      torch::randn({3 * H, H}, opts) * scale / 4,
-                                      torch::randn({3 * H}, opts), torch::randn({3 * H}, opts)};
-        for (auto& t : in) t = t.to(dtype).requires_grad_(true);
-        auto y = induct::nn::gru_layer(in[0], in[1], in[2], in[3], in[4]);
-        auto weights = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
-        (y * weights).sum().backward();
-        std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
-        for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
-        return out;
-      };
-      auto fused = run(torch::kFloat), reference = run(torch::kDouble);
-      const char* names[] = {"h", "dx", "dw_ih", "dw_hh", "db_ih", "db_hh"};
-      for (size_t i = 0; i < fused.size(); ++i) {
-        const double error = (fused[i] - reference[i]).abs().max().item<double>();
-        const double size = reference[i].abs().max().item<double>();
-        BOOST_TEST(error < 2e-5 * std::max(1.0, size),
-                   names[i] << " T=" << T << " at scale " << scale << ": max error " << error);
-        if (T > 1) BOOST_TEST(size > 0, names[i] << " is zero");
-      }
-    }
+    for (double scale : {0.5, 3.0}) check_recurrent_layer(induct::nn::gru_layer, 3, T, scale, 6);
   BOOST_CHECK_THROW(induct::nn::gru_layer(torch::rand({2, 3, 4}), torch::rand({12, 4}), torch::rand({16, 4}),
                                           torch::rand({12}), torch::rand({12})),
                     c10::Error);

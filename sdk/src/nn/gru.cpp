@@ -1,11 +1,10 @@
 #include "induct/nn/gru.hpp"
 
-#include <algorithm>
-
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "gemm.hpp"
+#include "recurrent.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
@@ -137,7 +136,7 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
     const auto x = ctx->saved_data["x"].toTensor();
     const auto acts = ctx->saved_data["acts"].toTensor();
     const auto hns = ctx->saved_data["hns"].toTensor();
-    const int64_t B = acts.size(0), T = acts.size(1), H = w_hh.size(1), I = x.size(2);
+    const int64_t B = acts.size(0), T = acts.size(1), H = w_hh.size(1);
     const auto opts = acts.options();
 
     auto dh_out = grads[0].contiguous();  // [B, T, H]
@@ -160,24 +159,11 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
         sgemm(false, false, B, H, 3 * H, 1, dr + t * 3 * H, ld_g, w_hh.data_ptr<float>(), H, 1,
               dh_rec.data_ptr<float>(), H);
     }
-    auto dw_ih = at::empty({3 * H, I}, opts);
-    sgemm(true, false, 3 * H, I, B * T, 1, di, 3 * H, x.data_ptr<float>(), I, 0,
-          dw_ih.data_ptr<float>(), I);
-    auto db_ih = at::empty({3 * H}, opts);
-    column_sums(B * T, 3 * H, di, db_ih.data_ptr<float>());
-    auto dx = at::empty({B, T, I}, opts);
-    sgemm(false, false, B * T, I, 3 * H, 1, di, 3 * H, w_ih.data_ptr<float>(), I, 0,
-          dx.data_ptr<float>(), I);
+    auto input = input_projection_gradients(B * T, 3 * H, di, x, w_ih);
     auto db_hh = at::empty({3 * H}, opts);  // every step, t = 0 too (its projection is b_hh)
     column_sums(B * T, 3 * H, dr, db_hh.data_ptr<float>());
-    // dW_hh = sum over steps t > 0 of dgh_t^T h_{t-1}: the row pairs (dgh row r + 1, hs row r)
-    // once the rows of t = 0 are zeroed, as in lstm.cpp.
-    auto dw_hh = at::zeros({3 * H, H}, opts);
-    for (int64_t b = 0; b < B; ++b) std::fill_n(dr + b * ld_g, 3 * H, 0.0f);
-    if (B * T > 1)
-      sgemm(true, false, 3 * H, H, B * T - 1, 1, dr + 3 * H, 3 * H, h, H, 0,
-            dw_hh.data_ptr<float>(), H);
-    return {dx, dw_ih, dw_hh, db_ih, db_hh};
+    auto dw_hh = recurrent_weight_gradient(B, T, 3 * H, dr, hs);
+    return {input.dx, input.dw_ih, dw_hh, input.db, db_hh};
   }
 };
 

@@ -1,11 +1,10 @@
 #include "induct/nn/lstm.hpp"
 
-#include <algorithm>
-
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "gemm.hpp"
+#include "recurrent.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
@@ -135,7 +134,7 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     const auto acts = ctx->saved_data["acts"].toTensor();
     const auto cs = ctx->saved_data["cs"].toTensor();
     const auto tcs = ctx->saved_data["tcs"].toTensor();
-    const int64_t B = acts.size(0), T = acts.size(1), H = w_hh.size(1), I = x.size(2);
+    const int64_t B = acts.size(0), T = acts.size(1), H = w_hh.size(1);
     const auto opts = acts.options();
 
     auto dh_out = grads[0].contiguous();  // [B, T, H]
@@ -158,23 +157,10 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
         sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * H, ld_g, w_hh.data_ptr<float>(), H, 0,
               dh_rec.data_ptr<float>(), H);
     }
-    auto dw_ih = at::empty({4 * H, I}, opts);
-    sgemm(true, false, 4 * H, I, B * T, 1, dg, 4 * H, x.data_ptr<float>(), I, 0,
-          dw_ih.data_ptr<float>(), I);
-    auto db = at::empty({4 * H}, opts);
-    column_sums(B * T, 4 * H, dg, db.data_ptr<float>());
-    auto dx = at::empty({B, T, I}, opts);
-    sgemm(false, false, B * T, I, 4 * H, 1, dg, 4 * H, w_ih.data_ptr<float>(), I, 0,
-          dx.data_ptr<float>(), I);
-    // dW_hh = sum over steps t > 0 of dg_t^T h_{t-1}: one product over the row pairs
-    // (dg row r + 1, hs row r), r = b T + t - 1, once the rows of t = 0 (whose pair would be the
-    // previous sequence's last state) are zeroed; dgates is not needed after this.
-    auto dw_hh = at::zeros({4 * H, H}, opts);
-    for (int64_t b = 0; b < B; ++b) std::fill_n(dg + b * ld_g, 4 * H, 0.0f);
-    if (B * T > 1)
-      sgemm(true, false, 4 * H, H, B * T - 1, 1, dg + 4 * H, 4 * H, hs.data_ptr<float>(), H, 0,
-            dw_hh.data_ptr<float>(), H);
-    return {dx, dw_ih, dw_hh, db, db.clone()};
+    // Both biases get the gates' gradient; W_hh's is the same gates' against h_{t-1}.
+    auto input = input_projection_gradients(B * T, 4 * H, dg, x, w_ih);
+    auto dw_hh = recurrent_weight_gradient(B, T, 4 * H, dg, hs);
+    return {input.dx, input.dw_ih, dw_hh, input.db, input.db.clone()};
   }
 };
 
