@@ -17,7 +17,7 @@ namespace induct {
 // with ModelContext::pad_token, so a causal model needs no mask. The host owns the optimizer
 // and the training loop; a model only computes. train()/eval() switch dropout as usual.
 // A model passes its layer outputs through `hooks` (induct/hooks.hpp); one that does not still
-// runs every study but the ones that read layers.
+// runs every study (only layer readings need hooks).
 class INDUCT_SDK_API SequenceModel : public torch::nn::Module {
  public:
   ~SequenceModel() override;
