@@ -25,9 +25,6 @@ struct ModelShape {
   int64_t pad = 0;
 };
 
-// The model of a `model:` section: seeds torch with `seed`, calls the factory, rejects keys
-// the plugin did not read, moves it to `device` and checks that a forward pass on
-// [2, max_length] tokens gives [2, max_length, vocab_size] logits (PluginError otherwise).
 // DIR/checkpoints/<trial key>.pt: where a trial with checkpoint_dir DIR/checkpoints saves its
 // trained model.
 std::string checkpoint_path(const std::string& checkpoint_dir, const std::string& key);
@@ -37,6 +34,9 @@ std::string checkpoint_path(const std::string& checkpoint_dir, const std::string
 void save_checkpoint(SequenceModel& model, const std::string& path);
 void load_checkpoint(SequenceModel& model, const std::string& path);
 
+// The model of a `model:` section: seeds torch with `seed`, calls the factory, rejects keys
+// the plugin did not read, moves it to `device` and checks that a forward pass on
+// [2, max_length] tokens gives [2, max_length, vocab_size] logits (PluginError otherwise).
 std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,
                                                   const Options& section, const ModelShape& shape,
                                                   uint64_t seed, torch::Device device);
