@@ -63,40 +63,31 @@ double majority_share(const torch::Tensor& labels, int64_t classes) {
   return torch::bincount(labels.flatten(), {}, classes).max().item<double>() / labels.numel();
 }
 
+torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens, Hooks::Handler handler) {
+  struct Clear {
+    Hooks& hooks;
+    ~Clear() { hooks.clear(); }
+  } clear{model.hooks};
+  model.hooks.set_handler(std::move(handler));
+  torch::NoGradGuard no_grad;
+  model.eval();
+  return model.forward(tokens);
+}
+
 std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens) {
   std::map<std::string, torch::Tensor> seen;
-  model.hooks.set_handler([&](const std::string& name, const torch::Tensor& x) {
+  forward_with_hooks(model, tokens, [&](const std::string& name, const torch::Tensor& x) {
     seen[name] = x.detach().clone();
     return x;
   });
-  torch::NoGradGuard no_grad;
-  model.eval();
-  try {
-    model.forward(tokens);
-  } catch (...) {
-    model.hooks.clear();
-    throw;
-  }
-  model.hooks.clear();
   return seen;
 }
 
 torch::Tensor run_edited(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
                          const std::function<torch::Tensor(const torch::Tensor&)>& edit) {
-  model.hooks.set_handler([&](const std::string& name, const torch::Tensor& x) {
+  return forward_with_hooks(model, tokens, [&](const std::string& name, const torch::Tensor& x) {
     return name == hook ? edit(x) : x;
   });
-  torch::NoGradGuard no_grad;
-  model.eval();
-  torch::Tensor logits;
-  try {
-    logits = model.forward(tokens);
-  } catch (...) {
-    model.hooks.clear();
-    throw;
-  }
-  model.hooks.clear();
-  return logits;
 }
 
 torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,

@@ -41,6 +41,11 @@ LinearProbe fit_probe(const torch::Tensor& x, const torch::Tensor& labels, int64
 // chance level for above_chance, train/generalization.hpp).
 double majority_share(const torch::Tensor& labels, int64_t classes);
 
+// The model's logits for tokens [B, T] with `handler` on its hooks, in eval mode without
+// gradients; the handler is cleared afterwards, also when forward throws. What every reading
+// below (and model_hook_names) runs.
+torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens, Hooks::Handler handler);
+
 // Every hook point's activation for tokens [B, T], in eval mode without gradients.
 std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens);
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "options_yaml.hpp"
+#include "probe/probe.hpp"
 #include "train/components.hpp"
 
 namespace induct {
@@ -11,14 +12,10 @@ std::vector<std::string> model_hook_names(const PluginRegistry& registry, const 
   const Options section = yaml::from_node(YAML::Load("{name: " + model + "}"), "<default " + model + ">");
   auto built = make_model_checked(registry, section, {4, 4, 3}, 0, torch::kCPU);
   std::vector<std::string> names;
-  built->hooks.set_handler([&](const std::string& name, const torch::Tensor& x) {
+  forward_with_hooks(*built, torch::zeros({1, 4}, torch::kLong), [&](const std::string& name, const torch::Tensor& x) {
     names.push_back(name);
     return x;
   });
-  torch::NoGradGuard no_grad;
-  built->eval();
-  built->forward(torch::zeros({1, 4}, torch::kLong));
-  built->hooks.clear();
   return names;
 }
 
