@@ -138,9 +138,7 @@ YAML::Node resolved_study(const induct::StudyConfig& config) {
 // What a study will cost, as upper bounds.
 std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
   const size_t grid = config.learning_rates.size() * config.seeds.size();
-  const size_t steps_per_cell = config.kind == "nstar" || config.kind == "sharing"
-                                    ? static_cast<size_t>(config.search.max_steps)
-                                    : 1;
+  const size_t steps_per_cell = config.study->sizes_per_cell();
   const size_t trainings = cells * steps_per_cell * grid;
   std::ostringstream out;
   out << cells << " cell(s) x " << (steps_per_cell > 1 ? "at most " + std::to_string(steps_per_cell) + " search steps x " : "")
@@ -178,7 +176,7 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto& cell = cells[i];
     std::cout << "  " << i + 1 << ". " << induct::describe_cell(cell) << "\n";
-    if (config.kind == "train" || config.kind == "lengthgen") {
+    if (config.study->cell_keys().n != induct::CellKeys::N::kNone) {
       try {
         induct::training_size(config, cell);
       } catch (const induct::ConfigError& e) {

@@ -8,10 +8,9 @@
 
 #include "format/format.hpp"
 #include "options_yaml.hpp"
+#include "study/kind.hpp"
 
 namespace induct {
-
-const std::vector<std::string> kStudyKinds = {"train", "nstar", "sharing", "lengthgen"};
 
 namespace {
 
@@ -33,10 +32,8 @@ int64_t at_least(const Options& section, const std::string& key, int64_t fallbac
   return value;
 }
 
-// The longest sequence a study may train or evaluate on, and the largest batch: far past the
-// paper (L <= 40, batch 64), and small enough that asking for more is an error naming the key,
-// not a failure in the allocator.
-constexpr long kMaxLength = 100'000;
+// The largest batch: far past the paper (64), and small enough that asking for more is an error
+// naming the key, not a failure in the allocator.
 constexpr long kMaxBatch = 1'000'000;
 
 int read_L(const Options& data) {
@@ -46,9 +43,9 @@ int read_L(const Options& data) {
   return static_cast<int>(L);
 }
 
-// The cell keys of one document. Sharing studies set the distribution and L themselves, so
-// for them those keys are not read (and are unknown keys if present).
-CellSpec read_cell(const Options& root, const std::string& kind) {
+// The cell keys of one document that the study kind reads (a kind that sets the distribution
+// and L itself does not read them, so they are unknown keys if present).
+CellSpec read_cell(const Options& root, const CellKeys& keys) {
   CellSpec cell;
   cell.root = root;
   cell.task = root.section("task");
@@ -57,7 +54,7 @@ CellSpec read_cell(const Options& root, const std::string& kind) {
   cell.model_name = cell.model.require<std::string>("name");
   Options data = root.section("data");
   cell.format = one_of(data, "format", "", format_names());
-  if (kind != "sharing") {
+  if (keys.distribution_and_L) {
     cell.distribution = one_of(data, "distribution", "", distribution_names());
     cell.L = read_L(data);
   }
@@ -68,10 +65,10 @@ CellSpec read_cell(const Options& root, const std::string& kind) {
   cell.validation.fraction = validation.get<double>("fraction", cell.validation.fraction);
   if (!(cell.validation.fraction >= 0 && cell.validation.fraction < 1))
     validation.fail("fraction", "must be in [0, 1)");
-  if (kind == "train" || kind == "lengthgen") {
-    // N: a number, or "max" for N_max of the cell (lengthgen's default).
+  if (keys.n != CellKeys::N::kNone) {
+    // N: a number, or "max" for N_max of the cell (the default of some kinds).
     if (data.has("N") ? data.get<std::string>("N", "") == "max"
-                      : kind == "lengthgen" && data.get<std::string>("N", "max") == "max") {
+                      : keys.n == CellKeys::N::kMaxByDefault) {
       cell.n = 0;
     } else {
       cell.n = data.require<unsigned long>("N");
@@ -146,32 +143,6 @@ RunSettings read_run(const Options& run) {
   return r;
 }
 
-SearchSettings read_search(const Options& search) {
-  SearchSettings s;
-  s.factor = search.get<double>("factor", s.factor);
-  if (!(s.factor > 1)) search.fail("factor", "must be greater than 1");
-  s.max_steps = static_cast<int>(at_least(search, "max_steps", s.max_steps, 1));
-  s.tolerance = search.get<double>("tolerance", s.tolerance);
-  if (!(s.tolerance >= 0 && s.tolerance < 1)) search.fail("tolerance", "must be in [0, 1)");
-  s.cancel_on_success = search.get<bool>("cancel_on_success", s.cancel_on_success);
-  s.certify = search.get<bool>("certify", s.certify);
-  return s;
-}
-
-LengthGenSettings read_lengthgen(const Options& section) {
-  LengthGenSettings s;
-  s.multiples = section.get_list<double>("multiples", s.multiples);
-  s.report_multiple = section.get<double>("report_multiple", s.report_multiple);
-  s.samples = section.get<unsigned long>("samples", s.samples);
-  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
-  for (double m : s.multiples)
-    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
-  if (std::find(s.multiples.begin(), s.multiples.end(), s.report_multiple) == s.multiples.end())
-    section.fail("report_multiple", "must be one of the multiples");
-  if (s.samples < 1) section.fail("samples", "must be at least 1");
-  return s;
-}
-
 // The grid: a tree whose leaves are lists (or single values) of values for a dotted path under
 // task, model or data. Cells are the cartesian product, the last path varying fastest.
 struct GridAxis {
@@ -234,27 +205,13 @@ StudyConfig read(const Options& root, const std::string& file,
   StudyConfig study;
   study.file = file;
   study.root = root;
-  study.kind = one_of(root, "study", "train", kStudyKinds);
+  study.kind = one_of(root, "study", "train", study_kinds());
   study.name = root.get<std::string>("name", std::filesystem::path(file).stem().string());
   if (study.name.empty() || study.name.find('/') != std::string::npos)
     root.fail("name", "must be a non-empty name without '/'");
   study.training = read_training(root.section("training"), study.learning_rates, study.seeds);
   study.run = read_run(root.section("run"));
-  if (study.kind == "nstar" || study.kind == "sharing")
-    study.search = read_search(root.section("search"));
-  if (study.kind == "lengthgen") study.lengthgen = read_lengthgen(root.section("lengthgen"));
-  if (study.kind == "sharing") {
-    Options sharing = root.section("sharing");
-    auto lengths = sharing.get_list<long>("lengths", {2, 3, 4, 5, 6, 7, 8, 9, 10});
-    for (long L : lengths) {
-      if (L < 2) sharing.fail("lengths", "every L must be at least 2");
-      if (L > kMaxLength) sharing.fail("lengths", "every L must be at most " + std::to_string(kMaxLength));
-      if (std::count(study.sharing_lengths.begin(), study.sharing_lengths.end(), L))
-        sharing.fail("lengths", "L = " + std::to_string(L) + " is listed twice");
-      study.sharing_lengths.push_back(static_cast<int>(L));
-    }
-    if (study.sharing_lengths.empty()) sharing.fail("lengths", "must not be empty");
-  }
+  study.study = make_study(study.kind, root);
   // Cells: the sections are read per grid point, from the document with that point applied.
   for (const char* section : {"task", "model", "data"}) root.claim(section);
   std::vector<GridAxis> axes;
@@ -293,17 +250,9 @@ StudyConfig read(const Options& root, const std::string& file,
     }
     // The grid itself is not part of a cell's document (a cell holds no copy of it).
     Options cell_root = axes.empty() ? root : yaml::derive(root, assignments, {"grid"});
-    CellSpec cell = read_cell(cell_root, study.kind);
+    CellSpec cell = read_cell(cell_root, study.study->cell_keys());
     cell.grid_label = label;
-    if (study.kind == "lengthgen") {
-      const double longest =
-          *std::max_element(study.lengthgen.multiples.begin(), study.lengthgen.multiples.end()) * cell.L;
-      if (longest > kMaxLength)
-        root.section("lengthgen")
-            .fail("multiples", "evaluates sequences of length " + std::to_string(std::lround(longest)) +
-                                   " at L = " + std::to_string(cell.L) + "; at most " +
-                                   std::to_string(kMaxLength));
-    }
+    study.study->check_cell(root, cell);
     study.cells.push_back(cell);
     // Next grid point (odometer, last axis fastest).
     size_t a = axes.size();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,18 +12,7 @@
 
 namespace induct {
 
-// The N* search of docs/method.md section 5 (study/search.hpp runs it).
-struct SearchSettings {
-  double factor = 1000;     // M: the geometric phase divides N by M while N succeeds
-  int max_steps = 20;       // tested sizes in all, N_max included
-  double tolerance = 0.02;  // binary phase stops when hi - lo <= max(1, tolerance * hi)
-  // One success decides a step, so the first cancels the others (project decision; false
-  // trains every configuration to its own stop, as the paper's procedure: same N*, more cost).
-  bool cancel_on_success = true;
-  // Re-run the failures that decide N* (the largest failure below N*, or N_max) with the
-  // failure detector off where the detector judged them; a success there lowers N*.
-  bool certify = false;
-};
+class Study;
 
 // Where and how the trainings run. Not part of a trial's identity.
 struct RunSettings {
@@ -33,14 +23,6 @@ struct RunSettings {
   std::vector<std::string> plugin_path;
 };
 
-// Length generalization (docs/method.md section 7): after training, final-state accuracy on
-// sequences of round(multiple x L) actions.
-struct LengthGenSettings {
-  std::vector<double> multiples{1, 1.5, 2, 3, 4};  // 1: the trained maximum itself
-  double report_multiple = 2;  // the column of the paper's Table 2
-  uint64_t samples = 500;      // sequences per evaluated length
-};
-
 // One cell: what is learned (task), by what (model), from what data. Read from the study
 // document with one grid point applied.
 struct CellSpec {
@@ -49,17 +31,18 @@ struct CellSpec {
   Options model;  // its `model:` section
   std::string task_name, model_name;
   std::string format;
-  std::string distribution;  // empty for sharing studies (the study sets it)
-  int L = 0;                 // 0 for sharing studies
+  std::string distribution;  // empty when the study sets it (CellKeys::distribution_and_L)
+  int L = 0;                 // 0 then
   ValidationPolicy validation;
   uint64_t n_cap = 16'000'000;
-  uint64_t n = 0;  // train and lengthgen: the training-set size; 0 = N_max
+  uint64_t n = 0;  // studies that read N (CellKeys::n): the training-set size; 0 = N_max
   std::string grid_label;  // "task.m=5, data.L=10": the grid point, empty without a grid
 };
 
 struct StudyConfig {
   std::string file;
-  std::string kind;  // train | nstar | sharing | lengthgen
+  std::string kind;  // study_kinds(): train | nstar | sharing | lengthgen | probe
+  std::shared_ptr<const Study> study;  // the kind, with its own sections read (study/kind.hpp)
   std::string name;
   Options root;      // the study document without grid values
   std::vector<CellSpec> cells;
@@ -67,12 +50,11 @@ struct StudyConfig {
   std::vector<uint64_t> seeds;
   TrainSettings training;
   RunSettings run;
-  SearchSettings search;
-  LengthGenSettings lengthgen;
-  std::vector<int> sharing_lengths;  // sharing: the L of each kappa(L)
 };
 
-extern const std::vector<std::string> kStudyKinds;
+// The longest sequence a study may train or evaluate on: far past the paper (L <= 40), and
+// small enough that asking for more is an error naming the key, not a failure in the allocator.
+inline constexpr long kMaxLength = 100'000;
 
 // Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
 // re-read with that grid point applied). Keys of the task and model sections are read by

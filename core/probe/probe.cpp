@@ -74,9 +74,11 @@ torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& toke
   return model.forward(tokens);
 }
 
-std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens) {
+std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens,
+                                                  std::vector<std::string>* order) {
   std::map<std::string, torch::Tensor> seen;
   forward_with_hooks(model, tokens, [&](const std::string& name, const torch::Tensor& x) {
+    if (order && !seen.count(name)) order->push_back(name);
     seen[name] = x.detach().clone();
     return x;
   });

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "induct/model.hpp"
 
@@ -46,8 +47,10 @@ double majority_share(const torch::Tensor& labels, int64_t classes);
 // below (and model_hook_names) runs.
 torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens, Hooks::Handler handler);
 
-// Every hook point's activation for tokens [B, T], in eval mode without gradients.
-std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens);
+// Every hook point's activation for tokens [B, T], in eval mode without gradients; with
+// `order`, also the names in the order the forward pass reaches them (input to output).
+std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const torch::Tensor& tokens,
+                                                  std::vector<std::string>* order = nullptr);
 
 // Logits [B, T, V] with the activation of `hook` replaced by edit(activation) (ablation), or
 // at one position by value [B, ...] (patching). Eval mode, no gradients; the model's hooks are

@@ -72,12 +72,6 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   return prepared;
 }
 
-std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L) {
-  std::set<int> lengths;
-  for (double m : settings.multiples) lengths.insert(static_cast<int>(std::lround(m * L)));
-  return {lengths.begin(), lengths.end()};
-}
-
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
   if (study.run.device != "cpu") {
     const Options run = study.root.section("run");
@@ -93,31 +87,8 @@ std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRe
     }
   }
   std::vector<PreparedCell> cells;
-  for (const CellSpec& spec : study.cells) {
-    if (study.kind == "sharing") {
-      // N*_n with Fixed at each n in 2..max L, N*_joint with Uniform at each L (L = 2 is the
-      // Fixed cell: Uniform over {2} is the same data).
-      const int max_L = *std::max_element(study.sharing_lengths.begin(), study.sharing_lengths.end());
-      for (int n = 2; n <= max_L; ++n) {
-        CellSpec fixed = spec;
-        fixed.distribution = "fixed";
-        fixed.L = n;
-        cells.push_back(prepare_cell(fixed, registry));
-      }
-      for (int L : study.sharing_lengths) {
-        if (L == 2) continue;
-        CellSpec joint = spec;
-        joint.distribution = "uniform";
-        joint.L = L;
-        cells.push_back(prepare_cell(joint, registry));
-      }
-    } else if (study.kind == "lengthgen") {
-      const auto lengths = generalization_lengths(study.lengthgen, spec.L);
-      cells.push_back(prepare_cell(spec, registry, std::max(spec.L, lengths.back())));
-    } else {
-      cells.push_back(prepare_cell(spec, registry));
-    }
-  }
+  for (const CellSpec& spec : study.cells)
+    for (PreparedCell& cell : study.study->expand(spec, registry)) cells.push_back(std::move(cell));
   return cells;
 }
 
@@ -159,7 +130,7 @@ std::string describe_cell(const PreparedCell& p) {
       << (p.plan.available == kUnbounded ? std::string(">= 2^64")
                                          : std::to_string(p.plan.available))
       << " sequences, validation " << p.plan.validation_size << ", N_max " << p.plan.n_max;
-  if (p.n > 0) out << "; trains at N = " << p.n;  // train and lengthgen: cells may differ in N alone
+  if (p.n > 0) out << "; trains at N = " << p.n;  // kinds that read N: cells may differ in N alone
   return out.str();
 }
 

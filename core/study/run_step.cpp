@@ -4,20 +4,24 @@
 #include <map>
 
 #include "study/study.hpp"
+#include "train/components.hpp"
 
 namespace induct {
 
-StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool first_success,
-                    const std::vector<int>& eval_lengths, const std::string& context) {
+std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial) {
+  return checkpoint_path(std::filesystem::absolute(run.out_dir / "checkpoints").string(), trial.key());
+}
+
+StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const StepOptions& options,
+                    const std::string& context) {
+  const bool first_success = options.first_success;
   const StudyConfig& config = run.config;
   StepResult step;
   for (double lr : config.learning_rates)
     for (uint64_t seed : config.seeds) {
       TrialSpec trial = make_trial(config, cell, n, lr, seed);
-      trial.eval_lengths = eval_lengths;
-      trial.eval_samples = eval_lengths.empty() ? 0 : config.lengthgen.samples;
-      // A study that reads trained models (length generalization) keeps them: OUT/checkpoints/.
-      if (!eval_lengths.empty())
+      trial.measurements = options.measurements;
+      if (options.checkpoints != StepOptions::Checkpoints::kNone)
         trial.checkpoint_dir = std::filesystem::absolute(run.out_dir / "checkpoints").string();
       step.trials.push_back(std::move(trial));
     }
@@ -26,7 +30,11 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
   std::vector<size_t> pending_index;
   std::vector<TrialSpec> pending;
   for (size_t i = 0; i < step.trials.size(); ++i) {
-    if (auto stored = run.store.find_finished(step.trials[i].key())) {
+    auto stored = run.store.find_finished(step.trials[i].key());
+    if (stored && options.checkpoints == StepOptions::Checkpoints::kRequire &&
+        !std::filesystem::exists(checkpoint_file(run, step.trials[i])))
+      stored.reset();
+    if (stored) {
       step.results[i] = *stored;
       step.success = step.success || stored->succeeded();
     } else {
@@ -86,13 +94,25 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool fi
   return step;
 }
 
+long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable) {
+  long chosen = -1;
+  for (size_t i = 0; i < step.results.size(); ++i) {
+    const TrialResult& r = step.results[i];
+    if (r.status == TrialStatus::kCancelled || r.status == TrialStatus::kError) continue;
+    if (!usable(i)) continue;
+    if (chosen < 0) {
+      chosen = static_cast<long>(i);
+      continue;
+    }
+    const TrialResult& best = step.results[chosen];
+    if (r.succeeded() != best.succeeded() ? r.succeeded() : r.best_loss < best.best_loss)
+      chosen = static_cast<long>(i);
+  }
+  return chosen;
+}
+
 int run_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
-  const std::string& kind = run.config.kind;
-  if (kind == "train") return run_train_study(run, cells);
-  if (kind == "nstar") return run_nstar_study(run, cells);
-  if (kind == "sharing") return run_sharing_study(run, cells);
-  if (kind == "lengthgen") return run_lengthgen_study(run, cells);
-  throw std::logic_error("unknown study kind " + kind);
+  return run.config.study->run(run, cells);
 }
 
 }  // namespace induct

@@ -4,7 +4,21 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <climits>
+
 namespace induct {
+
+SearchSettings read_search(const Options& search) {
+  SearchSettings s;
+  s.factor = search.get<double>("factor", s.factor);
+  if (!(s.factor > 1)) search.fail("factor", "must be greater than 1");
+  s.max_steps = static_cast<int>(get_in_range(search, "max_steps", s.max_steps, 1, INT_MAX));
+  s.tolerance = search.get<double>("tolerance", s.tolerance);
+  if (!(s.tolerance >= 0 && s.tolerance < 1)) search.fail("tolerance", "must be in [0, 1)");
+  s.cancel_on_success = search.get<bool>("cancel_on_success", s.cancel_on_success);
+  s.certify = search.get<bool>("certify", s.certify);
+  return s;
+}
 
 NstarSearch::NstarSearch(uint64_t n_max, const SearchSettings& settings) : settings_(settings) {
   if (n_max < 1) throw std::invalid_argument("N* search: N_max must be at least 1");

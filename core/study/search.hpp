@@ -10,6 +10,21 @@
 
 namespace induct {
 
+// The N* search of docs/method.md section 5: the `search:` section of nstar and sharing studies.
+struct SearchSettings {
+  double factor = 1000;     // M: the geometric phase divides N by M while N succeeds
+  int max_steps = 20;       // tested sizes in all, N_max included
+  double tolerance = 0.02;  // binary phase stops when hi - lo <= max(1, tolerance * hi)
+  // One success decides a step, so the first cancels the others (project decision; false
+  // trains every configuration to its own stop, as the paper's procedure: same N*, more cost).
+  bool cancel_on_success = true;
+  // Re-run the failures that decide N* (the largest failure below N*, or N_max) with the
+  // failure detector off where the detector judged them; a success there lowers N*.
+  bool certify = false;
+};
+
+SearchSettings read_search(const Options& search);
+
 struct SearchStep {
   uint64_t n = 0;
   bool success = false;

@@ -24,20 +24,21 @@
 
 namespace induct {
 
-std::string nstar_key(const StudyConfig& config, const PreparedCell& cell) {
+std::string nstar_key(const StudyConfig& config, const SearchSettings& search,
+                      const PreparedCell& cell) {
   YAML::Node identity;
   identity["kind"] = "nstar";
   identity["cell"] = cell.key();
   identity["training"] = to_yaml(config.training);
   for (double lr : config.learning_rates) identity["learning_rates"].push_back(yaml::exact(lr));
   for (uint64_t seed : config.seeds) identity["seeds"].push_back(seed);
-  identity["search"]["factor"] = yaml::exact(config.search.factor);
-  identity["search"]["max_steps"] = config.search.max_steps;
-  identity["search"]["tolerance"] = yaml::exact(config.search.tolerance);
+  identity["search"]["factor"] = yaml::exact(search.factor);
+  identity["search"]["max_steps"] = search.max_steps;
+  identity["search"]["tolerance"] = yaml::exact(search.tolerance);
   // Not part of N*, but of the recorded cost: a search without cancellation is its own record.
-  if (!config.search.cancel_on_success) identity["search"]["cancel_on_success"] = false;
+  if (!search.cancel_on_success) identity["search"]["cancel_on_success"] = false;
   // Certification can lower N*: a certified search is a search of its own.
-  if (config.search.certify) identity["search"]["certify"] = true;
+  if (search.certify) identity["search"]["certify"] = true;
   return content_key(yaml::flow(identity));
 }
 
@@ -101,13 +102,14 @@ struct CellSearch {
 
 class Searches final : public TrialSource {
  public:
-  Searches(StudyRun& run, const std::vector<PreparedCell>& cells) : run_(run), config_(run.config) {
+  Searches(StudyRun& run, const std::vector<PreparedCell>& cells, const SearchSettings& search)
+      : run_(run), config_(run.config), search_(search) {
     grid_.reserve(config_.learning_rates.size() * config_.seeds.size());
     for (double lr : config_.learning_rates)
       for (uint64_t seed : config_.seeds) grid_.emplace_back(lr, seed);
     std::map<std::string, size_t> first_of_key;
     for (size_t i = 0; i < cells.size(); ++i) {
-      const std::string key = nstar_key(config_, cells[i]);
+      const std::string key = nstar_key(config_, search_, cells[i]);
       // Two cells that resolve to the same cell (a grid listing it twice) share one search.
       auto [first, inserted] = first_of_key.emplace(key, i);
       alias_.push_back(first->second);
@@ -130,7 +132,7 @@ class Searches final : public TrialSource {
             stored->value["certification"] ? stored->value["certification"].size() : 0;
         s->over = true;
       } else if (cells[i].plan.n_max > 0) {
-        s->machine = std::make_unique<NstarSearch>(cells[i].plan.n_max, config_.search);
+        s->machine = std::make_unique<NstarSearch>(cells[i].plan.n_max, search_);
       } else {
         s->over = true;  // nothing to train on: not learned
       }
@@ -209,7 +211,7 @@ class Searches final : public TrialSource {
     if (!step.decided) {  // a late result of a cancelled step says little about the order
       learn(s, slot.config, step.number, result);
       step.success = step.success || result.succeeded();
-      if (step.success && config_.search.cancel_on_success) {
+      if (step.success && search_.cancel_on_success) {
         for (auto& [t, r] : tickets_)
           if (r.step == &step) cancel.push_back(t);
         for (auto& other : step.slots)
@@ -256,7 +258,7 @@ class Searches final : public TrialSource {
       run_.progress.log(s.context + " | N=" + std::to_string(step.n) +
                         " succeeds without the failure detector: the search goes on below it");
       s.known[step.n] = true;
-      s.machine = std::make_unique<NstarSearch>(s.record.n_max, config_.search);
+      s.machine = std::make_unique<NstarSearch>(s.record.n_max, search_);
     }
   }
 
@@ -285,7 +287,7 @@ class Searches final : public TrialSource {
     if (own)
       for (const Slot& o : own->slots) judged += o.judged;
     const bool proven = judged == 0 || (rerun && rerun->decided && !rerun->success);
-    if (proven || rerun || !config_.search.certify) {
+    if (proven || rerun || !search_.certify) {
       s.record.certified = proven;
       return true;
     }
@@ -349,7 +351,7 @@ class Searches final : public TrialSource {
     s.steps.push_back(std::move(step));
     const bool all_stored = std::all_of(ref.slots.begin(), ref.slots.end(),
                                         [](const Slot& o) { return o.state == SlotState::kDone; });
-    if (all_stored || (ref.success && config_.search.cancel_on_success)) decide(s, ref);
+    if (all_stored || (ref.success && search_.cancel_on_success)) decide(s, ref);
   }
 
   void finish(CellSearch& s) {
@@ -369,10 +371,10 @@ class Searches final : public TrialSource {
       value["largest_failure"] = outcome.largest_failure;
       value["optimisation_steps"] = s.record.optimisation_steps;
       // The settings that change the cost but not N*, for the search-cost table.
-      value["cancel_on_success"] = config_.search.cancel_on_success;
+      value["cancel_on_success"] = search_.cancel_on_success;
       value["stall_window"] = config_.training.stall_window;
       value["failure_detector"] = describe_detector(config_.training);
-      value["certify"] = config_.search.certify;
+      value["certify"] = search_.certify;
       value["certified"] = s.record.certified;
       // [N, succeeded] per tested size, in flow style.
       auto sizes = [](const std::vector<SearchStep>& steps) {
@@ -420,6 +422,7 @@ class Searches final : public TrialSource {
 
   StudyRun& run_;
   const StudyConfig& config_;
+  const SearchSettings& search_;
   std::vector<std::pair<double, uint64_t>> grid_;
   std::vector<std::unique_ptr<CellSearch>> searches_;  // one per distinct cell
   std::vector<size_t> alias_;  // per cell: the index of the first cell with its key
@@ -429,8 +432,9 @@ class Searches final : public TrialSource {
 
 }  // namespace
 
-std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells) {
-  Searches searches(run, cells);
+std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells,
+                                       const SearchSettings& search) {
+  Searches searches(run, cells, search);
   searches.run();
   return searches.records();
 }

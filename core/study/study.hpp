@@ -10,7 +10,9 @@
 #include "data/dataset.hpp"
 #include "plugin/registry.hpp"
 #include "store/store.hpp"
+#include "study/kind.hpp"
 #include "study/progress.hpp"
+#include "study/search.hpp"
 #include "exec/runner.hpp"
 #include "train/trial.hpp"
 
@@ -26,7 +28,7 @@ struct PreparedCell {
   int64_t vocab_size = 0;
   int64_t max_length = 0;  // tokens
   int64_t parameters = 0;
-  uint64_t n = 0;          // train and lengthgen: N (0: N_max)
+  uint64_t n = 0;          // kinds that read N (CellKeys::n): N (0: N_max)
   DataPlan plan;
   std::string plugin_versions;
   std::string key() const;  // hash of the resolved cell and plugin versions
@@ -37,11 +39,11 @@ struct PreparedCell {
 PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry,
                           int max_actions = 0);
 
-// Every cell a study will train, prepared (a sharing study's Fixed and Uniform cells
-// included), in order: checks the whole study before anything runs.
+// Every cell a study will train, prepared (Study::expand: a sharing study's Fixed and Uniform
+// cells included), in order: checks the whole study before anything runs.
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry);
 
-// The training-set size of a train or lengthgen cell (N, or N_max for "max"); a ConfigError
+// The training-set size of a cell of a kind that reads N (N, or N_max for "max"); a ConfigError
 // naming the cell when it exceeds N_max or the cell has nothing to train on.
 uint64_t training_size(const StudyConfig& study, const PreparedCell& cell);
 
@@ -65,8 +67,16 @@ struct StudyRun {
 };
 
 // All configurations (learning rate x seed) of one cell at one training-set size. Trials in
-// the store are reused; the rest run. With first_success, the first success cancels the
-// others (one success decides the step). `context` prefixes the status line.
+// the store are reused; the rest run. `context` prefixes the status line.
+struct StepOptions {
+  bool first_success = false;  // the first success cancels the others (it decides the step)
+  YamlMap measurements;        // name -> settings, taken after each training (train/measurement.hpp)
+  // kSave: keep each trained model in OUT/checkpoints/ (for rerunning or extending what a study
+  // read from it); kRequire: also train a stored trial again when its checkpoint is missing
+  // (the same result, now saved), for studies that read the models themselves.
+  enum class Checkpoints { kNone, kSave, kRequire };
+  Checkpoints checkpoints = Checkpoints::kNone;
+};
 struct StepResult {
   bool success = false;
   std::vector<TrialSpec> trials;
@@ -75,8 +85,16 @@ struct StepResult {
   int64_t optimisation_steps = 0;    // of the trials run now
   size_t errors = 0;
 };
-StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, bool first_success,
-                    const std::vector<int>& eval_lengths, const std::string& context);
+StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const StepOptions& options,
+                    const std::string& context);
+
+// The configuration a study reads after a first-success step: the success with the lowest
+// validation loss, else the finished configuration with the lowest validation loss, among
+// those `usable` accepts (e.g. with the measurement asked for); -1 when none (errors).
+long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable);
+
+// Where a trial of this run keeps its trained model (StepOptions::checkpoints).
+std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial);
 
 // One cell's N* search, as run_searches leaves it.
 struct SearchRecord {
@@ -98,22 +116,16 @@ struct SearchRecord {
 std::string describe(const SearchRecord& record);
 
 // Everything that decides a cell's N*: the cell, the grid, training and search settings.
-std::string nstar_key(const StudyConfig& config, const PreparedCell& cell);
+std::string nstar_key(const StudyConfig& config, const SearchSettings& search,
+                      const PreparedCell& cell);
 
 // The N* searches of every cell (docs/method.md section 5), side by side on the runner's workers,
 // reusing stored trials and stored searches; each finished search is stored and logged.
 // Returns the records in cell order.
-std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells);
+std::vector<SearchRecord> run_searches(StudyRun& run, const std::vector<PreparedCell>& cells,
+                                       const SearchSettings& search);
 
-// The study drivers. Each returns the exit code (0, or 1 when some trial stopped with an
-// error: rerunning retries it) and writes its tables to the output folder.
-int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells);
-int run_nstar_study(StudyRun& run, const std::vector<PreparedCell>& cells);
-int run_sharing_study(StudyRun& run, const std::vector<PreparedCell>& cells);
-int run_lengthgen_study(StudyRun& run, const std::vector<PreparedCell>& cells);
+// Runs the study's kind (Study::run).
 int run_study(StudyRun& run, const std::vector<PreparedCell>& cells);
-
-// The lengths a lengthgen study evaluates for maximum length L (sorted, distinct).
-std::vector<int> generalization_lengths(const LengthGenSettings& settings, int L);
 
 }  // namespace induct

@@ -10,11 +10,10 @@
 
 #include "options_yaml.hpp"
 #include "data/language.hpp"
-#include "train/generalization.hpp"
+#include "train/measurement.hpp"
 
 namespace induct {
 
-namespace {
 std::string shape_string(const at::IntArrayRef& sizes) {
   std::ostringstream out;
   out << "[";
@@ -22,7 +21,6 @@ std::string shape_string(const at::IntArrayRef& sizes) {
   out << "]";
   return out.str();
 }
-}  // namespace
 
 // One batch: row 0 fixed tokens, each further row the same with one later position p
 // changed; the logits of row p before p must equal row 0's. Tokens come from a fixed local
@@ -204,10 +202,17 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
   TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
   if (result.status == TrialStatus::kCancelled) return result;
-  if (!spec.eval_lengths.empty())
-    result.generalization =
-        evaluate_generalization(*model, cell, spec.eval_lengths, spec.eval_samples, spec.seed,
-                                spec.training.eval_batch_size, device);
+  const YAML::Node measurements = spec.measurements.clone();
+  if (measurements.size() > 0) {
+    model->eval();
+    const MeasureContext context{*model, cell, spec, device};
+    for (const auto& entry : measurements) {
+      const std::string name = entry.first.as<std::string>();
+      const Measurement measure = find_measurement(name);
+      if (!measure) throw std::logic_error("trial asks for an unknown measurement '" + name + "'");
+      result.measurements.set(name, measure(context, entry.second));
+    }
+  }
   if (!spec.checkpoint_dir.empty()) save_checkpoint(*model, checkpoint_path(spec.checkpoint_dir, spec.key()));
   return result;
 }

@@ -46,6 +46,9 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
 // changed when they do, over the first kCausalCheckLength positions (one forward pass of at
 // most 33 sequences).
 inline constexpr int64_t kCausalCheckLength = 128;
+// "[2, 10, 6]": a tensor shape in messages.
+std::string shape_string(const at::IntArrayRef& sizes);
+
 // "model 'lstm' (/path/libinduct_lstm.so)": how errors about a model name it.
 std::string model_who(const PluginRegistry& registry, const std::string& name);
 void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device device,

@@ -118,10 +118,7 @@ YAML::Node TrialSpec::identity() const {
   node["training"] = induct::to_yaml(training);
   node["max_length"] = max_length;
   node["plugins"] = plugin_versions;
-  if (!eval_lengths.empty()) {
-    for (int length : eval_lengths) node["eval_lengths"].push_back(length);
-    node["eval_samples"] = eval_samples;
-  }
+  if (!measurements.empty()) node["measurements"] = measurements.clone();
   return node;
 }
 
@@ -160,10 +157,7 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   if (node["plugin_path"])
     for (const auto& p : node["plugin_path"]) spec.plugin_path.push_back(p.as<std::string>());
   spec.plugin_versions = node["plugins"].as<std::string>();
-  if (node["eval_lengths"]) {
-    for (const auto& n : node["eval_lengths"]) spec.eval_lengths.push_back(n.as<int>());
-    spec.eval_samples = node["eval_samples"].as<uint64_t>();
-  }
+  if (node["measurements"]) spec.measurements = YamlMap(node["measurements"]);
   if (node["checkpoint_dir"]) spec.checkpoint_dir = node["checkpoint_dir"].as<std::string>();
   return spec;
 }
@@ -203,8 +197,7 @@ TrialResult TrialResult::failure(const std::string& message) {
   return r;
 }
 
-namespace {
-YAML::Node length_rows(const std::vector<LengthMetrics>& rows) {
+YAML::Node to_yaml(const std::vector<LengthMetrics>& rows) {
   YAML::Node out(YAML::NodeType::Sequence);
   for (const auto& l : rows) {
     YAML::Node row(YAML::NodeType::Sequence);
@@ -219,7 +212,7 @@ YAML::Node length_rows(const std::vector<LengthMetrics>& rows) {
   return out;
 }
 
-std::vector<LengthMetrics> length_rows_from(const YAML::Node& node) {
+std::vector<LengthMetrics> length_metrics_from(const YAML::Node& node) {
   std::vector<LengthMetrics> rows;
   if (node)
     for (const auto& row : node)
@@ -227,7 +220,6 @@ std::vector<LengthMetrics> length_rows_from(const YAML::Node& node) {
                       row[3].as<double>(), row[4].as<double>()});
   return rows;
 }
-}  // namespace
 
 YAML::Node TrialResult::to_yaml() const {
   YAML::Node node;
@@ -245,9 +237,9 @@ YAML::Node TrialResult::to_yaml() const {
   metrics["loss"] = exact(last.loss);
   metrics["token_accuracy"] = exact(last.token_accuracy);
   metrics["final_accuracy"] = exact(last.final_accuracy);
-  if (!last.per_length.empty()) metrics["per_length"] = length_rows(last.per_length);
+  if (!last.per_length.empty()) metrics["per_length"] = induct::to_yaml(last.per_length);
   node["last"] = metrics;
-  if (!generalization.empty()) node["generalization"] = length_rows(generalization);
+  if (!measurements.empty()) node["measurements"] = measurements.clone();
   for (const auto& p : history) {
     YAML::Node row(YAML::NodeType::Sequence);
     row.SetStyle(YAML::EmitterStyle::Flow);
@@ -275,8 +267,8 @@ TrialResult TrialResult::from_yaml(const YAML::Node& node) {
   r.last.loss = m["loss"].as<double>();
   r.last.token_accuracy = m["token_accuracy"].as<double>();
   r.last.final_accuracy = m["final_accuracy"].as<double>();
-  r.last.per_length = length_rows_from(m["per_length"]);
-  r.generalization = length_rows_from(node["generalization"]);
+  r.last.per_length = length_metrics_from(m["per_length"]);
+  if (node["measurements"]) r.measurements = YamlMap(node["measurements"]);
   if (node["history"])
     for (const auto& row : node["history"])
       r.history.push_back({row[0].as<int64_t>(), row[1].as<double>(), row[2].as<double>()});

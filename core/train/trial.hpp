@@ -30,6 +30,29 @@ struct Cell {
   static Cell from_yaml(const YAML::Node& node);
 };
 
+// A YAML map with value semantics. Copies of a YAML::Node share one node, and assigning to one
+// of them changes them all; a YamlMap's copies are deep, so specs and results copy safely.
+class YamlMap {
+ public:
+  YamlMap() = default;
+  explicit YamlMap(const YAML::Node& node) : node_(YAML::Clone(node)) {
+    if (!node_.IsMap()) throw YAML::Exception(YAML::Mark::null_mark(), "expected a map");
+  }
+  YamlMap(const YamlMap& other) : node_(YAML::Clone(other.node_)) {}
+  YamlMap& operator=(const YamlMap& other) {
+    node_.reset(YAML::Clone(other.node_));
+    return *this;
+  }
+  bool empty() const { return node_.size() == 0; }
+  bool has(const std::string& key) const { return static_cast<bool>(node_[key]); }
+  YAML::Node get(const std::string& key) const { return node_[key]; }
+  void set(const std::string& key, const YAML::Node& value) { node_[key] = YAML::Clone(value); }
+  YAML::Node clone() const { return YAML::Clone(node_); }
+
+ private:
+  YAML::Node node_{YAML::NodeType::Map};
+};
+
 struct TrialSpec {
   Cell cell;
   uint64_t n = 0;
@@ -40,10 +63,9 @@ struct TrialSpec {
   std::string device = "cpu";
   std::vector<std::string> plugin_path;
   std::string plugin_versions;  // "task:modular=1.0.0 model:lstm=1.0.0": part of the key
-  // Length generalization (docs/method.md section 7): after training, evaluate on eval_samples fresh
-  // sequences of each of these lengths (empty: no such evaluation).
-  std::vector<int> eval_lengths;
-  uint64_t eval_samples = 0;
+  // Measurements after training (train/measurement.hpp): a map from each measurement's name to
+  // its settings, part of the key (empty: none, the key of a plain training).
+  YamlMap measurements;
   // Where to save the trained model (checkpoint_path), for studies that read trained models
   // again; empty: not saved. A path, so not part of the key.
   std::string checkpoint_dir;
@@ -94,7 +116,7 @@ struct TrialResult {
   double chance_loss = 0;              // the cell's chance loss (the detector's plateau)
   double seconds = 0;
   std::vector<EvalPoint> history;
-  std::vector<LengthMetrics> generalization;  // one entry per TrialSpec::eval_lengths
+  YamlMap measurements;  // name -> result, one per TrialSpec::measurements
   std::string error;
 
   bool succeeded() const { return status == TrialStatus::kSucceeded; }
@@ -104,6 +126,10 @@ struct TrialResult {
   YAML::Node to_yaml() const;
   static TrialResult from_yaml(const YAML::Node& node);
 };
+
+// Per-length metrics as YAML rows [length, count, loss, token accuracy, final accuracy].
+YAML::Node to_yaml(const std::vector<LengthMetrics>& rows);
+std::vector<LengthMetrics> length_metrics_from(const YAML::Node& node);
 
 // "modular(m=5)": a resolved task or model section as its name and options; with `only`,
 // just the options named there ("lstm(hidden=768)").

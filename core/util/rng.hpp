@@ -30,6 +30,7 @@ enum StreamLabel : uint64_t {
   kLengthChoice = 2,    // the lengths of a Uniform training set
   kDataOrder = 3,       // the order of batches
   kGeneralization = 4,  // fresh sequences for length generalization
+  kProbe = 5,           // fresh sequences for probes, ablation and patching
 };
 
 // xoshiro256** (Blackman and Vigna).

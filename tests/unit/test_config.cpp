@@ -166,7 +166,7 @@ BOOST_AUTO_TEST_CASE(study_kinds_read_their_own_keys) {
   std::string sharing = error_of(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""));
   BOOST_TEST(sharing.find("unknown key 'data.distribution'") != std::string::npos, sharing);
   std::string unknown = error_of(replace(kStudy, "study: train", "study: search"));
-  BOOST_TEST(unknown.find("'search' is not one of: train, nstar, sharing, lengthgen") != std::string::npos, unknown);
+  BOOST_TEST(unknown.find("'search' is not one of: train, nstar, sharing, lengthgen, probe") != std::string::npos, unknown);
 }
 
 BOOST_AUTO_TEST_CASE(sharing_prepares_fixed_and_uniform_cells) {

@@ -9,8 +9,8 @@
 
 #define INDUCT_SDK_VERSION_MAJOR 0
 #define INDUCT_SDK_VERSION_MINOR 1
-#define INDUCT_SDK_VERSION_PATCH 3
-#define INDUCT_SDK_VERSION_STRING "0.1.3"
+#define INDUCT_SDK_VERSION_PATCH 4
+#define INDUCT_SDK_VERSION_STRING "0.1.4"
 
 // The version of what the SDK's kernels compute: it changes when one of them rounds or
 // computes differently, not when functions are added. Part of every trial's key.

@@ -8,7 +8,15 @@
 
 namespace induct {
 
-int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
+namespace {
+
+class TrainStudy final : public Study {
+ public:
+  CellKeys cell_keys() const override { return {true, CellKeys::N::kRequired}; }
+  int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
+};
+
+int TrainStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
   const StudyConfig& config = run.config;
   Table table;
   table.header = trial_columns();
@@ -19,7 +27,7 @@ int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     const uint64_t n = training_size(config, cell);
     const std::string context =
         cell_context(config, c, cells.size(), cell.label) + " N=" + std::to_string(n);
-    StepResult step = run_step(run, cell, n, false, {}, context);
+    StepResult step = run_step(run, cell, n, StepOptions{}, context);
     run.progress.clear();
     run.progress.log(context + ": " + std::to_string(step.trials.size() - step.trained) +
                      " stored, " + std::to_string(step.trained) + " trained");
@@ -47,5 +55,9 @@ int run_train_study(StudyRun& run, const std::vector<PreparedCell>& cells) {
     run.out << errors << " configuration(s) stopped with an error (see above); rerun to retry them\n";
   return errors > 0 ? 1 : 0;
 }
+
+}  // namespace
+
+std::unique_ptr<Study> make_train_study() { return std::make_unique<TrainStudy>(); }
 
 }  // namespace induct

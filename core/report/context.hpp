@@ -1,0 +1,85 @@
+// What a study kind's report (Study::report) is given: the store's outcomes, the paper's row
+// and column order, and where its tables and figures go. Torch-free.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "report/format.hpp"
+#include "report/table.hpp"
+#include "store/store.hpp"
+
+namespace induct {
+
+// The paper's orders of formats and distributions; others after them.
+extern const std::vector<std::string> kFormatOrder;
+extern const std::vector<std::string> kDistributionOrder;
+int rank_of(const std::vector<std::string>& order, const std::string& value);
+
+// A row of the paper's tables: model / format / task, in order of first appearance (formats
+// in the paper's order).
+struct RowKey {
+  int model_rank, format_rank, task_rank;
+  std::string model, format, task;
+  bool operator<(const RowKey& o) const {
+    return std::tie(model_rank, format_rank, task_rank) < std::tie(o.model_rank, o.format_rank, o.task_rank);
+  }
+};
+
+struct ColumnKey {
+  int distribution_rank, L;
+  std::string distribution;
+  bool operator<(const ColumnKey& o) const {
+    return std::tie(distribution_rank, L) < std::tie(o.distribution_rank, o.L);
+  }
+  std::string title() const { return distribution + " L=" + std::to_string(L); }
+};
+
+// Rows x columns of strings, rendered as a table with "" where a row has no value.
+struct Grid {
+  std::map<RowKey, std::map<ColumnKey, std::string>> cells;
+  Table table() const;
+};
+
+// One figure: data blocks written to a .dat file, a gnuplot script, PNG and SVG.
+struct Figure {
+  std::string stem, title, xlabel, ylabel, y2label;
+  bool logy = false;
+  std::string extra;  // further gnuplot settings
+  struct Series {
+    std::string title;
+    std::vector<std::pair<double, double>> points;
+    bool y2 = false;
+    std::string style = "linespoints";  // gnuplot's "with ..." of the series
+  };
+  std::vector<Series> series;
+};
+
+// A file-name-safe form of a label: every character but [A-Za-z0-9_-] as '_'.
+std::string safe(std::string s);
+
+struct ReportContext {
+  std::filesystem::path dir;
+  std::vector<StoredOutcome> outcomes;  // every outcome, in the order stored
+  // The row of a cell's task, model and format (model labels name only the options that tell
+  // models apart within a column).
+  std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)> row_of;
+  std::vector<std::string> index;  // report.md's lines
+  std::vector<Figure> figures;     // drawn after every kind has reported
+
+  // The latest outcome of `kind` per cell label, in label order (a rerun with other settings
+  // replaces the row).
+  std::vector<const StoredOutcome*> latest(const std::string& kind) const;
+  // DIR/stem.{md,csv}, listed in the index.
+  void write_table(const std::string& stem, const std::string& title, const std::string& note,
+                   const Table& table);
+};
+
+}  // namespace induct

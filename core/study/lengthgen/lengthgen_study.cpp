@@ -1,0 +1,225 @@
+// The `lengthgen` study (docs/method.md section 7): train at N (N_max by default) until a
+// configuration succeeds, then read its accuracy on longer sequences.
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <ostream>
+
+#include "options_yaml.hpp"
+#include "report/context.hpp"
+#include "report/format.hpp"
+#include "report/reports.hpp"
+#include "report/table.hpp"
+#include "study/study.hpp"
+#include "train/generalization.hpp"
+#include "train/measurement.hpp"
+#include "util/hash.hpp"
+
+namespace induct {
+
+namespace {
+
+// After training, final-state accuracy on sequences of round(multiple x L) actions.
+struct LengthGenSettings {
+  std::vector<double> multiples{1, 1.5, 2, 3, 4};  // 1: the trained maximum itself
+  double report_multiple = 2;  // the column of the paper's Table 2
+  uint64_t samples = 500;      // sequences per evaluated length
+};
+
+class LengthGenStudy final : public Study {
+ public:
+  void read(const Options& root) override;
+  CellKeys cell_keys() const override { return {true, CellKeys::N::kMaxByDefault}; }
+  void check_cell(const Options& root, const CellSpec& cell) const override;
+  // The model must take the longest evaluated sequence.
+  std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
+    return {prepare_cell(spec, registry, std::max(spec.L, lengths(spec.L).back()))};
+  }
+  int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
+  void report(ReportContext& report) const override;
+
+ private:
+  // The lengths evaluated for maximum length L (sorted, distinct).
+  std::vector<int> lengths(int L) const {
+    std::set<int> out;
+    for (double m : settings_.multiples) out.insert(static_cast<int>(std::lround(m * L)));
+    return {out.begin(), out.end()};
+  }
+  LengthGenSettings settings_;
+};
+
+void LengthGenStudy::read(const Options& root) {
+  const Options section = root.section("lengthgen");
+  LengthGenSettings& s = settings_;
+  s.multiples = section.get_list<double>("multiples", s.multiples);
+  s.report_multiple = section.get<double>("report_multiple", s.report_multiple);
+  s.samples = section.get<unsigned long>("samples", s.samples);
+  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
+  for (double m : s.multiples)
+    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
+  if (std::find(s.multiples.begin(), s.multiples.end(), s.report_multiple) == s.multiples.end())
+    section.fail("report_multiple", "must be one of the multiples");
+  if (s.samples < 1) section.fail("samples", "must be at least 1");
+}
+
+void LengthGenStudy::check_cell(const Options& root, const CellSpec& cell) const {
+  const double longest =
+      *std::max_element(settings_.multiples.begin(), settings_.multiples.end()) * cell.L;
+  if (longest > kMaxLength)
+    root.section("lengthgen")
+        .fail("multiples", "evaluates sequences of length " + std::to_string(std::lround(longest)) +
+                               " at L = " + std::to_string(cell.L) + "; at most " +
+                               std::to_string(kMaxLength));
+}
+
+int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
+  const StudyConfig& config = run.config;
+  Table table;
+  table.header = {"cell", "N", "chosen", "status"};
+  size_t errors = 0;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const PreparedCell& cell = cells[c];
+    const uint64_t n = training_size(config, cell);
+    const std::vector<int> lengths = this->lengths(cell.cell.L);
+    const std::string context = cell_context(config, c, cells.size(), cell.label);
+    YAML::Node measurement;
+    for (int length : lengths) measurement["lengths"].push_back(length);
+    measurement["samples"] = settings_.samples;
+    StepOptions options;
+    options.first_success = true;
+    options.measurements.set("lengthgen", measurement);
+    options.checkpoints = StepOptions::Checkpoints::kSave;
+    StepResult step = run_step(run, cell, n, options, context + " N=" + std::to_string(n));
+    run.progress.clear();
+    errors += step.errors;
+    const long chosen = chosen_configuration(
+        step, [&](size_t i) { return step.results[i].measurements.has("lengthgen"); });
+    std::vector<std::string> row{cell.label, format_count(n)};
+    if (chosen < 0) {
+      run.progress.log(context + ": no configuration finished (errors); rerun to retry");
+      row.insert(row.end(), {"-", "error"});
+      table.rows.push_back(row);
+      continue;
+    }
+    const TrialSpec& spec = step.trials[chosen];
+    const TrialResult& result = step.results[chosen];
+    const std::vector<LengthMetrics> curve = length_metrics_from(result.measurements.get("lengthgen"));
+    YAML::Node value;
+    value["cell"] = cell.cell.to_yaml();
+    value["plugins"] = cell.plugin_versions;
+    value["n"] = n;
+    value["lr"] = yaml::exact(spec.lr);
+    value["seed"] = spec.seed;
+    value["status"] = to_string(result.status);
+    value["best_loss"] = yaml::exact(result.best_loss);
+    value["states"] = cell.num_states;
+    value["report_length"] = static_cast<int>(std::lround(settings_.report_multiple * cell.cell.L));
+    std::string line = context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
+    row.push_back(spec.configuration());
+    row.push_back(to_string(result.status));
+    for (const LengthMetrics& m : curve) {
+      const double normalized = normalized_accuracy(m.final_accuracy, cell.num_states);
+      YAML::Node point(YAML::NodeType::Sequence);
+      point.SetStyle(YAML::EmitterStyle::Flow);
+      point.push_back(m.length);
+      point.push_back(m.count);
+      point.push_back(yaml::exact(m.final_accuracy));
+      point.push_back(yaml::exact(normalized));
+      point.push_back(yaml::exact(m.token_accuracy));
+      value["curve"].push_back(point);
+      line += ", " + std::to_string(m.length) + ": " + format_fraction(normalized);
+    }
+    run.progress.log(line);
+    std::string identity = "lengthgen";
+    for (const TrialSpec& t : step.trials) {
+      identity += ' ';
+      identity += t.key();
+    }
+    run.store.put_outcome({content_key(identity), config.name, "lengthgen", cell.label, value, ""});
+    // Table columns: the normalized accuracy at each length, as "2L" etc.
+    for (size_t k = 0; k < curve.size(); ++k) {
+      std::string column = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
+      column += format_number(static_cast<double>(lengths[k]) / cell.cell.L, 3);
+      auto at = std::find(table.header.begin(), table.header.end(), column);
+      if (at == table.header.end()) {
+        table.header.push_back(column);
+        at = table.header.end() - 1;
+      }
+      const size_t index = static_cast<size_t>(at - table.header.begin());
+      if (row.size() <= index) row.resize(index + 1);
+      row[index] = format_fraction(normalized_accuracy(curve[k].final_accuracy,
+                                                       cell.num_states));
+    }
+    table.rows.push_back(row);
+  }
+  run.out << "\nnormalized final-state accuracy at multiples of L (0 = chance, 1 = perfect):\n"
+          << table.text();
+  write_file_atomically((run.out_dir / (config.name + ".md")).string(),
+                        "# " + config.name + ": length generalization\n\nNormalized final-state "
+                        "accuracy at multiples of L (0 = chance, 1 = perfect).\n\n" +
+                            table.markdown());
+  write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
+  write_reports(run.store, run.out_dir, &run.out);
+  return errors > 0 ? 1 : 0;
+}
+
+void LengthGenStudy::report(ReportContext& report) const {
+  // Length generalization (Table 2) and accuracy against length.
+  Grid lengthgen;
+  Table curves;
+  curves.header = {"model", "format", "task", "distribution", "L", "length", "sequences",
+                   "final-state accuracy", "normalized", "token accuracy"};
+  std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
+  for (const StoredOutcome* o : report.latest("lengthgen")) {
+    const YAML::Node cell = o->value["cell"];
+    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const std::string distribution = cell["distribution"].as<std::string>();
+    const int L = cell["L"].as<int>();
+    const int report_length = o->value["report_length"].as<int>();
+    Figure& f = lengthgen_figures[{"", row.format}];
+    f.stem = "lengthgen_" + row.format;
+    f.title = "Length generalization, " + row.format;
+    f.xlabel = "length (multiples of the trained maximum L)";
+    f.ylabel = "normalized final-state accuracy";
+    f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
+    Figure::Series s{row.model + " " + row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
+    for (const auto& point : o->value["curve"]) {
+      const int length = point[0].as<int>();
+      const double normalized = point[3].as<double>();
+      curves.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                             std::to_string(length), point[1].as<std::string>(),
+                             format_fraction(point[2].as<double>()), format_fraction(normalized),
+                             format_fraction(point[4].as<double>())});
+      s.points.push_back({static_cast<double>(length) / L, normalized});
+      if (length == report_length)
+        lengthgen.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
+            format_fraction(normalized);
+    }
+    f.series.push_back(s);
+  }
+  if (!lengthgen.cells.empty()) {
+    report.write_table("lengthgen_table", "Length generalization at 2L (Table 2 layout)",
+                "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
+                "CoT decodes greedily.",
+                lengthgen.table());
+    write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
+    report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");
+  }
+  for (auto& [which, f] : lengthgen_figures) report.figures.push_back(f);
+}
+
+}  // namespace
+
+std::unique_ptr<Study> make_lengthgen_study() { return std::make_unique<LengthGenStudy>(); }
+
+// Settings {lengths: [...], samples: N}; the result is one row per length
+// (train/trial.hpp's LengthMetrics rows).
+YAML::Node measure_lengthgen(const MeasureContext& context, const YAML::Node& settings) {
+  std::vector<int> lengths;
+  for (const auto& length : settings["lengths"]) lengths.push_back(length.as<int>());
+  return to_yaml(evaluate_generalization(context.model, context.cell, lengths,
+                                         settings["samples"].as<uint64_t>(), context.spec.seed,
+                                         context.spec.training.eval_batch_size, context.device));
+}
+
+}  // namespace induct

@@ -1,0 +1,141 @@
+// The `nstar` study (docs/method.md section 5): each cell's N*, its search cost, and the paper's
+// Table 1 and N*-against-L figures.
+#include <ostream>
+
+#include "options_yaml.hpp"
+#include "report/context.hpp"
+#include "report/format.hpp"
+#include "report/reports.hpp"
+#include "report/table.hpp"
+#include "study/search.hpp"
+#include "study/study.hpp"
+#include "util/hash.hpp"
+
+namespace induct {
+
+namespace {
+
+class NstarStudy final : public Study {
+ public:
+  void read(const Options& root) override { search_ = read_search(root.section("search")); }
+  size_t sizes_per_cell() const override { return static_cast<size_t>(search_.max_steps); }
+  int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
+  void report(ReportContext& report) const override;
+
+ private:
+  SearchSettings search_;
+};
+
+int NstarStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
+  const StudyConfig& config = run.config;
+  // The N* table holds only what the search decides (the same after any resume); what it
+  // cost depends on which trials ran before a success cancelled the rest, so it is a table of
+  // its own.
+  Table table, cost;
+  table.header = {"cell", "N_max", "N*", "search steps"};
+  cost.header = {"cell", "search steps", "trials trained now", "optimisation steps (all trials)"};
+  size_t incomplete = 0, uncertified = 0;
+  const std::vector<SearchRecord> searches = run_searches(run, cells, search_);
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const SearchRecord& s = searches[c];
+    incomplete += !s.complete;
+    uncertified += s.complete && !s.certified;
+    table.rows.push_back({cells[c].label, format_count(s.n_max),
+                          !s.complete ? "?" : format_nstar(s.learned, s.nstar, s.certified),
+                          std::to_string(s.steps)});
+    cost.rows.push_back({cells[c].label, std::to_string(s.steps), std::to_string(s.trained),
+                         std::to_string(s.optimisation_steps)});
+  }
+  const std::string legend = uncertified ? "\n" + kNstarLegend + ".\n" : "";
+  run.out << "\n" << table.text() << legend;
+  write_file_atomically((run.out_dir / (config.name + "_cost.md")).string(),
+                        "# " + config.name + ": search cost\n\n" + cost.markdown());
+  write_file_atomically((run.out_dir / (config.name + ".md")).string(),
+                        "# " + config.name + ": N* per cell\n\n" + table.markdown() + legend);
+  write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
+  write_reports(run.store, run.out_dir, &run.out);
+  return incomplete > 0 ? 1 : 0;
+}
+
+void NstarStudy::report(ReportContext& report) const {
+  // N* (Table 1) and N* against L (Figures 2-5).
+  Grid nstar;
+  // One figure per (task, format, distribution), every model on it: N* where learned, a
+  // marker at N_max where not, and the ceiling (the sequences available, N_max) as a line.
+  struct NstarPlot {
+    std::map<RowKey, Figure::Series> learned, not_learned;
+    std::map<int, double> ceiling;  // L -> N_max
+  };
+  std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
+  for (const StoredOutcome* o : report.latest("nstar")) {
+    const YAML::Node cell = o->value["cell"];
+    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const std::string distribution = cell["distribution"].as<std::string>();
+    const int L = cell["L"].as<int>();
+    const bool learned = o->value["learned"].as<bool>();
+    const auto n = o->value["nstar"].as<uint64_t>();
+    nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
+        format_nstar(learned, n, nstar_certified(o->value));
+    NstarPlot& plot = nstar_plots[{row.task_rank, row.format_rank,
+                                   rank_of(kDistributionOrder, distribution), row.task, row.format,
+                                   distribution}];
+    const auto n_max = o->value["n_max"].as<double>(0);
+    if (n_max > 0) plot.ceiling[L] = std::max(plot.ceiling[L], n_max);
+    RowKey by_model = row;  // one line per model: the task and format are the figure's
+    by_model.format_rank = by_model.task_rank = 0;
+    by_model.format = by_model.task = "";
+    auto& line = (learned ? plot.learned : plot.not_learned)[by_model];
+    line.title = learned ? row.model : row.model + ": not learned (drawn at N_max)";
+    if (!learned) line.style = "points pointtype 6 pointsize 2.5";
+    if (learned || n_max > 0)
+      line.points.push_back({static_cast<double>(L), learned ? static_cast<double>(n) : n_max});
+  }
+  if (!nstar.cells.empty())
+    report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
+                kNstarLegend, nstar.table());
+
+  // Search cost: every N* search in the store, in the order they ran (the same cell searched
+  // with and without cancellation or the failure detector appears once per variant).
+  Table cost;
+  cost.header = {"cell", "first success cancels", "failure detector", "N*", "search steps",
+                 "certification re-runs", "optimisation steps"};
+  for (const StoredOutcome& o : report.outcomes) {
+    if (o.kind != "nstar") continue;
+    const YAML::Node& v = o.value;
+    cost.rows.push_back({o.label, v["cancel_on_success"] ? v["cancel_on_success"].as<std::string>() : "true",
+                         v["failure_detector"] ? v["failure_detector"].as<std::string>()
+                         : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
+                             ? "window " + v["stall_window"].as<std::string>()
+                             : "none",
+                         format_nstar(v["learned"].as<bool>(), v["nstar"].as<uint64_t>(), nstar_certified(v)),
+                         std::to_string(v["steps"].size()), std::to_string(v["certification"] ? v["certification"].size() : 0),
+                         v["optimisation_steps"].as<std::string>()});
+  }
+  if (!cost.rows.empty())
+    report.write_table("search_cost", "Search cost: optimisation steps per N* search",
+                "Every search in the store, in the order it ran. \"first success cancels\" false "
+                "is the paper's procedure (every configuration to its own stop).",
+                cost);
+  for (auto& [which, plot] : nstar_plots) {
+    const auto& [task_rank, format_rank, distribution_rank, task, format, distribution] = which;
+    Figure f{"nstar_" + safe(task) + "_" + format + "_" + distribution,
+             "N* against L: " + task + ", " + format + ", " + distribution, "L (maximum length)",
+             "N* (training sequences)", "", true,
+             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\nset yrange [1:*]\n", {}};
+    for (auto* lines : {&plot.learned, &plot.not_learned})
+      for (auto& [model, s] : *lines) {
+        std::sort(s.points.begin(), s.points.end());
+        if (!s.points.empty()) f.series.push_back(s);
+      }
+    Figure::Series ceiling{"sequences available (N_max)", {}, false, "lines dashtype 3 lc 'gray40'"};
+    for (const auto& [L, n_max] : plot.ceiling) ceiling.points.push_back({double(L), n_max});
+    if (!ceiling.points.empty()) f.series.push_back(ceiling);
+    report.figures.push_back(f);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Study> make_nstar_study() { return std::make_unique<NstarStudy>(); }
+
+}  // namespace induct

@@ -1,0 +1,436 @@
+// The `probe` study (docs/method.md section 8): where a trained model keeps the state it
+// tracks, and whether what a linear probe reads there is what the model uses. Each cell trains
+// as lengthgen does (N_max by default; the first success, else the best configuration); then,
+// from that configuration's checkpoint, on fresh sequences of round(m x L) actions for each
+// multiple m of probe.multiples, at every hook point the model marks (induct/hooks.hpp):
+//   probe     a linear probe (core/probe) for the state s_t at every action position t, fitted
+//             on half of the sequences; its accuracy on the other half, 0 = the majority class;
+//   ablation  the model's final-state accuracy on that half with the probe's directions set to
+//             their mean at every position of the hook;
+//   patching  each held-out sequence with its middle action changed (to the first other action
+//             that keeps it valid and changes the final state): the clean activation of the hook
+//             at one position patched into the corrupted run, and the share of the clean-corrupted
+//             gap in logit(clean final state) - logit(corrupted final state) at the readout it
+//             recovers, patching at the changed position and at the readout.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <ostream>
+#include <set>
+
+#include "data/language.hpp"
+#include "data/length_stream.hpp"
+#include "options_yaml.hpp"
+#include "probe/probe.hpp"
+#include "report/context.hpp"
+#include "report/format.hpp"
+#include "report/reports.hpp"
+#include "report/table.hpp"
+#include "study/study.hpp"
+#include "train/components.hpp"
+#include "train/generalization.hpp"
+#include "train/measurement.hpp"
+#include "util/hash.hpp"
+#include "util/rng.hpp"
+
+namespace induct {
+
+YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settings);
+
+namespace {
+
+using yaml::exact;
+
+struct ProbeStudySettings {
+  std::vector<double> multiples{1, 2};  // probed lengths round(m x L); 1: the trained maximum
+  uint64_t samples = 400;               // sequences per length: half fit the probes, half test
+  ProbeSettings fit;
+};
+
+// "x2", "x1.5": a length as a multiple of L, as tables and figure names show it.
+std::string multiple_label(int length, int L) {
+  std::string label = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
+  label += format_number(static_cast<double>(length) / L, 3);
+  return label;
+}
+
+class ProbeStudy final : public Study {
+ public:
+  void read(const Options& root) override;
+  CellKeys cell_keys() const override { return {true, CellKeys::N::kMaxByDefault}; }
+  void check_cell(const Options& root, const CellSpec& cell) const override;
+  std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
+    return {prepare_cell(spec, registry, std::max(spec.L, lengths(spec.L).back()))};
+  }
+  int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
+  void report(ReportContext& report) const override;
+
+ private:
+  std::vector<int> lengths(int L) const {
+    std::set<int> out;
+    for (double m : settings_.multiples) out.insert(static_cast<int>(std::lround(m * L)));
+    return {out.begin(), out.end()};
+  }
+  // The measurement's settings for a cell of maximum length L: part of the outcome's key.
+  YAML::Node measurement(int L) const {
+    YAML::Node node;
+    for (int length : lengths(L)) node["lengths"].push_back(length);
+    node["samples"] = settings_.samples;
+    node["iterations"] = settings_.fit.iterations;
+    node["l2"] = exact(settings_.fit.l2);
+    return node;
+  }
+  ProbeStudySettings settings_;
+};
+
+void ProbeStudy::read(const Options& root) {
+  const Options section = root.section("probe");
+  ProbeStudySettings& s = settings_;
+  s.multiples = section.get_list<double>("multiples", s.multiples);
+  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
+  for (double m : s.multiples)
+    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
+  s.samples = static_cast<uint64_t>(get_in_range(section, "samples", static_cast<long>(s.samples), 4, 1'000'000));
+  s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
+  s.fit.l2 = section.get<double>("l2", s.fit.l2);
+  if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
+}
+
+void ProbeStudy::check_cell(const Options& root, const CellSpec& cell) const {
+  const double longest =
+      *std::max_element(settings_.multiples.begin(), settings_.multiples.end()) * cell.L;
+  if (longest > kMaxLength)
+    root.section("probe").fail("multiples", "probes sequences of length " +
+                                                std::to_string(std::lround(longest)) + " at L = " +
+                                                std::to_string(cell.L) + "; at most " +
+                                                std::to_string(kMaxLength));
+}
+
+// The measurement on the chosen configuration's trained model, read from its checkpoint.
+YAML::Node probe_checkpoint(const StudyRun& run, const PreparedCell& cell, const TrialSpec& trial,
+                            const YAML::Node& settings) {
+  const CellData data = make_cell_data(run.registry, cell.cell);
+  const torch::Device device(trial.device);
+  auto model = make_model_checked(run.registry, yaml::from_node(cell.cell.model, "<trial model>"),
+                                  {data.vocab.size(), trial.max_length, data.vocab.pad()},
+                                  trial.seed, device);
+  load_checkpoint(*model, checkpoint_file(run, trial));
+  return measure_probe({*model, data, trial, device}, settings);
+}
+
+int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
+  const StudyConfig& config = run.config;
+  Table table;
+  table.header = {"cell", "chosen", "length", "hook", "probe", "ablation drop", "patch changed",
+                  "patch readout"};
+  size_t errors = 0;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    const PreparedCell& cell = cells[c];
+    const uint64_t n = training_size(config, cell);
+    const std::string context = cell_context(config, c, cells.size(), cell.label);
+    StepOptions options;
+    options.first_success = true;
+    options.checkpoints = StepOptions::Checkpoints::kRequire;
+    StepResult step = run_step(run, cell, n, options, context + " N=" + std::to_string(n));
+    run.progress.clear();
+    errors += step.errors;
+    const long chosen = chosen_configuration(step, [&](size_t i) {
+      return std::filesystem::exists(checkpoint_file(run, step.trials[i]));
+    });
+    if (chosen < 0) {
+      run.progress.log(context + ": no configuration finished (errors); rerun to retry");
+      table.rows.push_back({cell.label, "-", "-", "-", "error", "", "", ""});
+      continue;
+    }
+    const TrialSpec& trial = step.trials[chosen];
+    const TrialResult& result = step.results[chosen];
+    const YAML::Node settings = measurement(cell.cell.L);
+    const std::string key = content_key("probe " + trial.key() + " " + yaml::flow(settings));
+    YAML::Node value;
+    bool stored = false;
+    if (auto found = run.store.find_outcome(key)) {
+      value = found->value;
+      stored = true;
+    } else {
+      run.progress.status(context + " | probing " + trial.configuration() + " | " +
+                          format_duration(run.progress.elapsed()));
+      value["cell"] = cell.cell.to_yaml();
+      value["plugins"] = cell.plugin_versions;
+      value["n"] = n;
+      value["lr"] = exact(trial.lr);
+      value["seed"] = trial.seed;
+      value["status"] = to_string(result.status);
+      value["best_loss"] = exact(result.best_loss);
+      value["states"] = cell.num_states;
+      value["settings"] = settings;
+      value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
+      run.store.put_outcome({key, config.name, "probe", cell.label, value, ""});
+      run.progress.clear();
+    }
+    std::string line = context + ": " + trial.configuration() + " (" + to_string(result.status) +
+                       ")" + (stored ? " (probes stored)" : "");
+    for (const auto& length : value["lengths"]) {
+      if (!length["final_accuracy"]) continue;  // a length with one sequence: nothing probed
+      const int at = length["length"].as<int>();
+      const double chance = length["final_chance"].as<double>();
+      const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+      std::string best_hook;
+      double best = -1e9;
+      for (const auto& hook : length["hooks"]) {
+        const double probe = hook["probe"].as<double>();
+        if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
+        table.rows.push_back({cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
+                              hook["name"].as<std::string>(), format_fraction(probe),
+                              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
+                              format_fraction(hook["patch_changed"].as<double>()),
+                              format_fraction(hook["patch_readout"].as<double>())});
+      }
+      line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
+              ", best probe " + format_fraction(best) + " at " + best_hook;
+    }
+    run.progress.log(line);
+  }
+  const std::string note =
+      "probe: the linear probe's held-out accuracy for the state at every action position "
+      "(0 = the majority class, 1 = perfect); ablation drop: the model's normalized final-state "
+      "accuracy minus the same with the probe's directions ablated at that hook; patch: the share "
+      "of the clean-corrupted logit gap recovered by patching the clean activation at the changed "
+      "position or at the readout.";
+  run.out << "\n" << table.text() << "\n" << note << "\n";
+  write_file_atomically((run.out_dir / (config.name + ".md")).string(),
+                        "# " + config.name + ": layerwise probes, ablation and patching\n\n" + note +
+                            "\n\n" + table.markdown());
+  write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
+  write_reports(run.store, run.out_dir, &run.out);
+  return errors > 0 ? 1 : 0;
+}
+
+void ProbeStudy::report(ReportContext& report) const {
+  Table table;
+  table.header = {"model", "format", "task", "distribution", "L", "length", "hook", "depth",
+                  "probe", "ablation drop", "patch changed", "patch readout"};
+  // One figure per (task, format, length as a multiple of L): probe accuracy against relative
+  // depth (the hook's index over the last index), one line per model and cell.
+  std::map<std::tuple<int, int, std::string, std::string, std::string>, Figure> figures;
+  for (const StoredOutcome* o : report.latest("probe")) {
+    const YAML::Node cell = o->value["cell"];
+    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const std::string distribution = cell["distribution"].as<std::string>();
+    const int L = cell["L"].as<int>();
+    for (const auto& length : o->value["lengths"]) {
+      if (!length["final_accuracy"]) continue;
+      const int at = length["length"].as<int>();
+      const double chance = length["final_chance"].as<double>();
+      const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+      const std::string multiple = multiple_label(at, L);
+      Figure& f = figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
+      if (f.stem.empty()) {
+        f.stem = "probe_" + safe(row.task) + "_" + row.format + "_" + safe(multiple);
+        f.title = "Linear probe of the state by depth: " + row.task + ", " + row.format +
+                  ", length " + (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
+        f.xlabel = "relative depth (hook index / last index: embedding 0, output 1)";
+        f.ylabel = "normalized probe accuracy";
+        f.extra = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
+      }
+      Figure::Series s{row.model + " " + distribution + " L=" + std::to_string(L), {}, false};
+      const size_t hooks = length["hooks"].size();
+      size_t depth = 0;
+      for (const auto& hook : length["hooks"]) {
+        const double x = hooks > 1 ? static_cast<double>(depth) / static_cast<double>(hooks - 1) : 1.0;
+        const double probe = hook["probe"].as<double>();
+        s.points.push_back({x, probe});
+        table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                              multiple, hook["name"].as<std::string>(), format_number(x, 3),
+                              format_fraction(probe),
+                              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
+                              format_fraction(hook["patch_changed"].as<double>()),
+                              format_fraction(hook["patch_readout"].as<double>())});
+        ++depth;
+      }
+      f.series.push_back(s);
+    }
+  }
+  if (table.rows.empty()) return;
+  report.write_table("probe_table", "Layerwise probes, ablation and patching",
+                     "probe: held-out accuracy of a linear probe for the current state at every "
+                     "action position, normalized (0 = the majority class, 1 = perfect). ablation "
+                     "drop: the model's normalized final-state accuracy minus the same with the "
+                     "probe's directions ablated at that hook. patch changed / readout: the share "
+                     "of the clean-corrupted logit gap recovered by patching the clean activation "
+                     "at the changed action's position / at the readout. depth: hook index over the "
+                     "last index.",
+                     table);
+  for (auto& [which, f] : figures) report.figures.push_back(f);
+}
+
+}  // namespace
+
+std::unique_ptr<Study> make_probe_study() { return std::make_unique<ProbeStudy>(); }
+
+namespace {
+
+// Tokens [rows, width] of sequences of n actions (actions and their prefix states, row-major).
+torch::Tensor encode_rows(const Format& format, const Vocabulary& vocab, int n,
+                          const std::vector<int32_t>& actions, const std::vector<int32_t>& states) {
+  const int64_t rows = static_cast<int64_t>(actions.size()) / n;
+  const int64_t width = format.sequence_length(n);
+  auto tokens = torch::empty({rows, width}, torch::kLong);
+  std::vector<int64_t> targets(static_cast<size_t>(width));
+  for (int64_t i = 0; i < rows; ++i)
+    format.encode(&actions[i * n], &states[i * n], n, vocab, tokens[i].data_ptr<int64_t>(), targets.data());
+  return tokens;
+}
+
+// The final state the model predicts at `readout` for each row ([B, T, V] logits).
+torch::Tensor predicted_states(const torch::Tensor& logits, int64_t readout, const Vocabulary& vocab) {
+  return logits.select(1, readout).narrow(-1, vocab.state_token(0), vocab.states).argmax(-1).cpu();
+}
+
+}  // namespace
+
+// Settings {lengths, samples, iterations, l2}; the result {lengths: [{length, sequences,
+// final_accuracy, final_chance, changed_position, pairs, hooks: [{name, probe, probe_chance,
+// ablated_accuracy, patch_changed, patch_readout}]}]}, hooks in the order the forward pass
+// reaches them.
+YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settings) {
+  SequenceModel& model = context.model;
+  const CellData& cell = context.cell;
+  const Transitions& transitions = *cell.transitions;
+  const Format& format = *cell.format;
+  const Vocabulary& vocab = cell.vocab;
+  const int64_t S = vocab.states;
+  ProbeSettings fit;
+  fit.iterations = settings["iterations"].as<int64_t>();
+  fit.l2 = settings["l2"].as<double>();
+  const uint64_t samples = settings["samples"].as<uint64_t>();
+  std::vector<int> lengths;
+  for (const auto& length : settings["lengths"]) lengths.push_back(length.as<int>());
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  const auto language = cell.data.language ? Language::of(transitions, longest, "task") : nullptr;
+  torch::NoGradGuard no_grad;
+
+  YAML::Node out;
+  out["lengths"] = YAML::Node(YAML::NodeType::Sequence);
+  for (int n : lengths) {
+    LengthStream stream(vocab.actions, n, derive_seed(context.spec.seed, {kProbe, uint64_t(n)}),
+                        LengthStream::kDenseLimit, language);
+    const int64_t count = static_cast<int64_t>(std::min<uint64_t>(samples, stream.space()));
+    const int64_t fit_rows = count / 2, test_rows = count - fit_rows;
+    YAML::Node entry;
+    entry["length"] = n;
+    entry["sequences"] = count;
+    if (fit_rows < 1) {  // a length with a single sequence has nothing to hold out
+      entry["hooks"] = YAML::Node(YAML::NodeType::Sequence);
+      out["lengths"].push_back(entry);
+      continue;
+    }
+    std::vector<int32_t> actions(static_cast<size_t>(count * n)), states(actions.size());
+    for (int64_t i = 0; i < count; ++i) {
+      stream.next(&actions[i * n]);
+      transitions.prefix_states(&actions[i * n], n, &states[i * n]);
+    }
+    const torch::Tensor tokens = encode_rows(format, vocab, n, actions, states);
+    const torch::Tensor labels =
+        torch::from_blob(states.data(), {count, n}, torch::kInt).to(torch::kLong);  // s_t per position
+    const int64_t readout = format.final_position(n);
+    std::vector<std::string> order;
+    const auto acts = record_hooks(model, tokens.to(context.device), &order);
+
+    // The held-out half: the model's own final-state accuracy.
+    const torch::Tensor test_tokens = tokens.narrow(0, fit_rows, test_rows).to(context.device);
+    const torch::Tensor test_final = labels.narrow(0, fit_rows, test_rows).select(1, n - 1);
+    auto accuracy = [&](const torch::Tensor& logits) {
+      return predicted_states(logits, readout, vocab).eq(test_final).to(torch::kDouble).mean().item<double>();
+    };
+    entry["final_accuracy"] = exact(accuracy(forward_with_hooks(model, test_tokens, nullptr)));
+    entry["final_chance"] = exact(majority_share(test_final, S));
+
+    // Corrupted twins of the held-out sequences: the middle action changed.
+    const int changed = (n - 1) / 2;
+    std::vector<int32_t> bad_actions, bad_states, scratch(static_cast<size_t>(n));
+    std::vector<int64_t> pair_rows, clean_answer, bad_answer;
+    for (int64_t i = fit_rows; i < count; ++i) {
+      const int32_t* a = &actions[i * n];
+      for (int64_t k = 1; k < vocab.actions; ++k) {
+        std::copy(a, a + n, scratch.begin());
+        scratch[changed] = static_cast<int32_t>((a[changed] + k) % vocab.actions);
+        int64_t s = transitions.initial_state();
+        bool valid = true;
+        for (int t = 0; t < n && valid; ++t) {
+          valid = transitions.allows(s, scratch[t]);
+          if (valid) s = transitions.step(s, scratch[t]);
+        }
+        if (!valid || s == states[i * n + n - 1]) continue;
+        const size_t at = bad_states.size();
+        bad_actions.insert(bad_actions.end(), scratch.begin(), scratch.end());
+        bad_states.resize(at + n);
+        transitions.prefix_states(scratch.data(), n, &bad_states[at]);
+        pair_rows.push_back(i);
+        clean_answer.push_back(vocab.state_token(states[i * n + n - 1]));
+        bad_answer.push_back(vocab.state_token(s));
+        break;
+      }
+    }
+    const int64_t pairs = static_cast<int64_t>(pair_rows.size());
+    entry["changed_position"] = changed;
+    entry["pairs"] = pairs;
+    torch::Tensor rows, corrupted, clean_gap, bad_gap;
+    const auto gap = [&](const torch::Tensor& logits) {  // [pairs]
+      auto at = logits.select(1, readout).cpu().to(torch::kDouble);
+      return at.gather(1, torch::tensor(clean_answer).unsqueeze(1)).squeeze(1) -
+             at.gather(1, torch::tensor(bad_answer).unsqueeze(1)).squeeze(1);
+    };
+    if (pairs > 0) {
+      rows = torch::tensor(pair_rows);
+      corrupted = encode_rows(format, vocab, n, bad_actions, bad_states).to(context.device);
+      clean_gap = gap(forward_with_hooks(model, tokens.index_select(0, rows).to(context.device), nullptr));
+      bad_gap = gap(forward_with_hooks(model, corrupted, nullptr));
+    }
+
+    YAML::Node hooks(YAML::NodeType::Sequence);
+    for (const std::string& name : order) {
+      const torch::Tensor& act = acts.at(name);
+      if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))
+        throw std::runtime_error("hook '" + name + "' gave an activation of shape " +
+                                 shape_string(act.sizes()) + "; a hook takes [batch, time, ...]");
+      const torch::Tensor features = act.narrow(1, 0, n).reshape({count * n, -1}).to(torch::kFloat).cpu();
+      const torch::Tensor flat = labels.reshape({count * n});
+      const LinearProbe probe = fit_probe(features.narrow(0, 0, fit_rows * n),
+                                          flat.narrow(0, 0, fit_rows * n), S, fit);
+      const torch::Tensor held = flat.narrow(0, fit_rows * n, test_rows * n);
+      const double probe_chance = majority_share(held, S);
+      const double probe_accuracy = probe.accuracy(features.narrow(0, fit_rows * n, test_rows * n), held);
+      LinearProbe on = probe;  // on the activation's device
+      on.mean = probe.mean.to(act.device());
+      on.scale = probe.scale.to(act.device());
+      on.weight = probe.weight.to(act.device());
+      on.bias = probe.bias.to(act.device());
+      const double ablated = accuracy(run_edited(model, test_tokens, name, [&](const torch::Tensor& x) {
+        return on.ablate(x.reshape({x.size(0), x.size(1), -1}).to(torch::kFloat)).to(x.dtype()).reshape(x.sizes());
+      }));
+      YAML::Node h;
+      h["name"] = name;
+      h["probe"] = exact(above_chance(probe_accuracy, probe_chance));
+      h["probe_accuracy"] = exact(probe_accuracy);
+      h["probe_chance"] = exact(probe_chance);
+      h["ablated_accuracy"] = exact(ablated);
+      for (const auto& [key, position] : {std::pair<const char*, int64_t>{"patch_changed", changed},
+                                          {"patch_readout", readout}}) {
+        double share = 0;
+        if (pairs > 0) {
+          const torch::Tensor value = act.index_select(0, rows.to(act.device())).select(1, position);
+          share = recovered_share(clean_gap, bad_gap, gap(run_patched(model, corrupted, name, position, value)));
+        }
+        h[key] = exact(share);
+      }
+      hooks.push_back(h);
+    }
+    entry["hooks"] = hooks;
+    out["lengths"].push_back(entry);
+  }
+  return out;
+}
+
+}  // namespace induct
