@@ -552,3 +552,76 @@ BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {
   BOOST_TEST((visible_gpu_ids("", 2).empty()));
   BOOST_TEST((visible_gpu_ids(nullptr, 2) == std::vector<std::string>{"0", "1"}));
 }
+
+// study: probe trains an LSTM on parity, probes its checkpoint and stores the outcome; a
+// rerun reuses both the trial and the probes, and other probe settings probe again without
+// retraining, unless the checkpoint is gone.
+BOOST_AUTO_TEST_CASE(probe_study_probes_the_checkpoint_and_reuses_it) {
+  const std::string text = R"(study: probe
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 16}
+data: {format: acot, distribution: uniform, L: 8}
+training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 3000, eval_every: 100}
+probe: {multiples: [1, 2], samples: 200}
+)";
+  Run run(text, "probe_study");
+  InProcessRunner runner(test::plugins());
+  auto rerun = [&](const std::vector<std::string>& overrides) {
+    run.config = read_study_text(text, "study.yaml", overrides);
+    run.cells = prepare_study(run.config, test::plugins());
+    run.log.str("");
+    return run.go(runner);
+  };
+  auto probes = [&] {
+    std::vector<StoredOutcome> found;
+    for (const auto& o : run.store->outcomes())
+      if (o.kind == "probe") found.push_back(o);
+    return found;
+  };
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  BOOST_REQUIRE_EQUAL(probes().size(), 1u);
+  const YAML::Node value = probes()[0].value;
+  BOOST_TEST(value["status"].as<std::string>() == "succeeded", run.log.str());
+  BOOST_REQUIRE_EQUAL(value["lengths"].size(), 2u);
+  BOOST_TEST(value["lengths"][0]["length"].as<int>() == 8);
+  BOOST_TEST(value["lengths"][1]["length"].as<int>() == 16);
+  const YAML::Node at_L = value["lengths"][0];
+  BOOST_TEST(at_L["sequences"].as<int>() == 200);
+  BOOST_TEST(at_L["pairs"].as<int>() == 100);  // parity: every change flips the final state
+  BOOST_TEST(at_L["final_accuracy"].as<double>() > 0.95);
+  BOOST_REQUIRE_EQUAL(at_L["hooks"].size(), 2u);
+  const YAML::Node embed = at_L["hooks"][0], lstm = at_L["hooks"][1];
+  BOOST_TEST(embed["name"].as<std::string>() == "embed");
+  BOOST_TEST(lstm["name"].as<std::string>() == "lstm");
+  // The token alone does not tell the prefix parity; the recurrent state does.
+  BOOST_TEST(embed["probe"].as<double>() < 0.3);
+  BOOST_TEST(lstm["probe"].as<double>() > 0.9);
+  // (Ablation is read as measured: with 2 states a probe has one direction, and a 16-wide
+  // state may carry the parity in others too; test_probe checks ablation where it is not.)
+  BOOST_TEST(lstm["ablated_accuracy"].as<double>() >= 0.0);
+  BOOST_TEST(lstm["ablated_accuracy"].as<double>() <= 1.0);
+  // Patching the clean embedding at the changed action undoes the corruption; at the readout
+  // the embedding (of an unchanged token) recovers nothing, the LSTM's state all of it.
+  BOOST_TEST(std::abs(embed["patch_changed"].as<double>() - 1.0) < 1e-6, embed["patch_changed"].as<double>());
+  BOOST_TEST(std::abs(embed["patch_readout"].as<double>()) < 1e-6, embed["patch_readout"].as<double>());
+  BOOST_TEST(std::abs(lstm["patch_readout"].as<double>() - 1.0) < 1e-6, lstm["patch_readout"].as<double>());
+  const size_t trained = run.store->all().size();
+  BOOST_TEST(std::filesystem::exists(run.dir + "/probe_table.md"));
+  BOOST_TEST(std::filesystem::exists(run.dir + "/study.md"));
+
+  // A rerun: nothing trained, the probes read from the store.
+  BOOST_TEST(rerun({}) == 0);
+  BOOST_TEST(run.log.str().find("(probes stored)") != std::string::npos, run.log.str());
+  BOOST_TEST(run.store->all().size() == trained);
+  // Other probe settings: probed again from the checkpoint, not trained again.
+  BOOST_TEST(rerun({"probe.samples=100"}) == 0, run.log.str());
+  BOOST_TEST(run.store->all().size() == trained);
+  BOOST_TEST(probes().size() == 2u);
+  // With the checkpoint gone, the configuration trains again (the same result, now saved).
+  for (const auto& entry : std::filesystem::directory_iterator(run.dir + "/checkpoints"))
+    std::filesystem::remove(entry.path());
+  BOOST_TEST(rerun({"probe.samples=50"}) == 0, run.log.str());
+  BOOST_TEST(!std::filesystem::is_empty(run.dir + "/checkpoints"));
+  BOOST_TEST(probes().size() == 3u);
+  BOOST_TEST(probes()[2].value["best_loss"].as<double>() == value["best_loss"].as<double>());
+}
