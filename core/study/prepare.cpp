@@ -72,6 +72,38 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   return prepared;
 }
 
+void LengthMultiples::read(const Options& root) {
+  const Options options = root.section(section);
+  multiples = options.get_list<double>(key, multiples);
+  if (multiples.empty()) options.fail(key, "must not be empty");
+  for (double m : multiples)
+    if (!(m >= 1)) options.fail(key, "every multiple of L must be at least 1");
+}
+
+std::vector<int> LengthMultiples::lengths(int L) const {
+  std::set<int> out;
+  for (double m : multiples) out.insert(static_cast<int>(std::lround(m * L)));
+  return {out.begin(), out.end()};
+}
+
+void LengthMultiples::check(const Options& root, int L) const {
+  const double longest = *std::max_element(multiples.begin(), multiples.end()) * L;
+  if (longest > kMaxLength)
+    root.section(section).fail(key, "reads sequences of length " + std::to_string(std::lround(longest)) +
+                                        " at L = " + std::to_string(L) + "; at most " +
+                                        std::to_string(kMaxLength));
+}
+
+PreparedCell LengthMultiples::prepare(const CellSpec& spec, const PluginRegistry& registry) const {
+  return prepare_cell(spec, registry, std::max(spec.L, lengths(spec.L).back()));
+}
+
+std::string multiple_label(int length, int L) {
+  std::string label = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
+  label += format_number(static_cast<double>(length) / L, 3);
+  return label;
+}
+
 std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRegistry& registry) {
   if (study.run.device != "cpu") {
     const Options run = study.root.section("run");

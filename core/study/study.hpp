@@ -47,6 +47,22 @@ std::vector<PreparedCell> prepare_study(const StudyConfig& study, const PluginRe
 // naming the cell when it exceeds N_max or the cell has nothing to train on.
 uint64_t training_size(const StudyConfig& study, const PreparedCell& cell);
 
+// The lengths a study reads trained models at (lengthgen, probe): round(m x L) for each
+// multiple m of a cell's L, from the list `key` of the study's section.
+struct LengthMultiples {
+  std::string section, key;  // "lengthgen", "multiples": where they are read, for errors
+  std::vector<double> multiples;
+  // Reads the list (not empty, every multiple >= 1; `multiples` is the default).
+  void read(const Options& root);
+  std::vector<int> lengths(int L) const;  // sorted, distinct
+  // A ConfigError at section.key when a length at L would exceed kMaxLength.
+  void check(const Options& root, int L) const;
+  // The cell, its model built for the longest length.
+  PreparedCell prepare(const CellSpec& spec, const PluginRegistry& registry) const;
+};
+// "x2", "x1.5": a length as a multiple of L, as tables and figures name it.
+std::string multiple_label(int length, int L);
+
 // "[study] cell 3/12 <label>": how progress lines name a cell.
 std::string cell_context(const StudyConfig& study, size_t index, size_t count,
                          const std::string& label);

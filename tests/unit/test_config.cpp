@@ -285,7 +285,7 @@ BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
   std::string lengthgen = error_of(replace(replace(kStudy, "study: train", "study: lengthgen"),
                                            "L: 6", "L: 60000") +
                                    "lengthgen: {multiples: [1, 2], report_multiple: 2}\n");
-  BOOST_TEST(lengthgen.find("lengthgen.multiples: evaluates sequences of length 120000 at L = "
+  BOOST_TEST(lengthgen.find("lengthgen.multiples: reads sequences of length 120000 at L = "
                             "60000; at most 100000") != std::string::npos,
              lengthgen);
   std::string batch = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, 2]\n  batch_size: 1e9"));

@@ -21,7 +21,7 @@ namespace {
 
 // After training, final-state accuracy on sequences of round(multiple x L) actions.
 struct LengthGenSettings {
-  std::vector<double> multiples{1, 1.5, 2, 3, 4};  // 1: the trained maximum itself
+  LengthMultiples lengths{"lengthgen", "multiples", {1, 1.5, 2, 3, 4}};  // 1: the trained maximum
   double report_multiple = 2;  // the column of the paper's Table 2
   uint64_t samples = 500;      // sequences per evaluated length
 };
@@ -30,46 +30,30 @@ class LengthGenStudy final : public Study {
  public:
   void read(const Options& root) override;
   CellKeys cell_keys() const override { return {true, CellKeys::N::kMaxByDefault}; }
-  void check_cell(const Options& root, const CellSpec& cell) const override;
+  void check_cell(const Options& root, const CellSpec& cell) const override {
+    settings_.lengths.check(root, cell.L);
+  }
   // The model must take the longest evaluated sequence.
   std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
-    return {prepare_cell(spec, registry, std::max(spec.L, lengths(spec.L).back()))};
+    return {settings_.lengths.prepare(spec, registry)};
   }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
   void report(ReportContext& report) const override;
 
  private:
-  // The lengths evaluated for maximum length L (sorted, distinct).
-  std::vector<int> lengths(int L) const {
-    std::set<int> out;
-    for (double m : settings_.multiples) out.insert(static_cast<int>(std::lround(m * L)));
-    return {out.begin(), out.end()};
-  }
   LengthGenSettings settings_;
 };
 
 void LengthGenStudy::read(const Options& root) {
   const Options section = root.section("lengthgen");
   LengthGenSettings& s = settings_;
-  s.multiples = section.get_list<double>("multiples", s.multiples);
+  s.lengths.read(root);
+  const std::vector<double>& multiples = s.lengths.multiples;
   s.report_multiple = section.get<double>("report_multiple", s.report_multiple);
   s.samples = section.get<unsigned long>("samples", s.samples);
-  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
-  for (double m : s.multiples)
-    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
-  if (std::find(s.multiples.begin(), s.multiples.end(), s.report_multiple) == s.multiples.end())
+  if (std::find(multiples.begin(), multiples.end(), s.report_multiple) == multiples.end())
     section.fail("report_multiple", "must be one of the multiples");
   if (s.samples < 1) section.fail("samples", "must be at least 1");
-}
-
-void LengthGenStudy::check_cell(const Options& root, const CellSpec& cell) const {
-  const double longest =
-      *std::max_element(settings_.multiples.begin(), settings_.multiples.end()) * cell.L;
-  if (longest > kMaxLength)
-    root.section("lengthgen")
-        .fail("multiples", "evaluates sequences of length " + std::to_string(std::lround(longest)) +
-                               " at L = " + std::to_string(cell.L) + "; at most " +
-                               std::to_string(kMaxLength));
 }
 
 int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
@@ -80,7 +64,7 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
     const uint64_t n = training_size(config, cell);
-    const std::vector<int> lengths = this->lengths(cell.cell.L);
+    const std::vector<int> lengths = settings_.lengths.lengths(cell.cell.L);
     const std::string context = cell_context(config, c, cells.size(), cell.label);
     YAML::Node measurement;
     for (int length : lengths) measurement["lengths"].push_back(length);
@@ -138,8 +122,7 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     run.store.put_outcome({content_key(identity), config.name, "lengthgen", cell.label, value, ""});
     // Table columns: the normalized accuracy at each length, as "2L" etc.
     for (size_t k = 0; k < curve.size(); ++k) {
-      std::string column = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
-      column += format_number(static_cast<double>(lengths[k]) / cell.cell.L, 3);
+      const std::string column = multiple_label(lengths[k], cell.cell.L);
       auto at = std::find(table.header.begin(), table.header.end(), column);
       if (at == table.header.end()) {
         table.header.push_back(column);

@@ -44,39 +44,29 @@ namespace {
 using yaml::exact;
 
 struct ProbeStudySettings {
-  std::vector<double> multiples{1, 2};  // probed lengths round(m x L); 1: the trained maximum
+  LengthMultiples lengths{"probe", "multiples", {1, 2}};  // 1: the trained maximum
   uint64_t samples = 400;               // sequences per length: half fit the probes, half test
   ProbeSettings fit;
 };
-
-// "x2", "x1.5": a length as a multiple of L, as tables and figure names show it.
-std::string multiple_label(int length, int L) {
-  std::string label = "x";  // (not "x" + string: GCC 12's -Wrestrict misfires on it in C++20)
-  label += format_number(static_cast<double>(length) / L, 3);
-  return label;
-}
 
 class ProbeStudy final : public Study {
  public:
   void read(const Options& root) override;
   CellKeys cell_keys() const override { return {true, CellKeys::N::kMaxByDefault}; }
-  void check_cell(const Options& root, const CellSpec& cell) const override;
+  void check_cell(const Options& root, const CellSpec& cell) const override {
+    settings_.lengths.check(root, cell.L);
+  }
   std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
-    return {prepare_cell(spec, registry, std::max(spec.L, lengths(spec.L).back()))};
+    return {settings_.lengths.prepare(spec, registry)};
   }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
   void report(ReportContext& report) const override;
 
  private:
-  std::vector<int> lengths(int L) const {
-    std::set<int> out;
-    for (double m : settings_.multiples) out.insert(static_cast<int>(std::lround(m * L)));
-    return {out.begin(), out.end()};
-  }
   // The measurement's settings for a cell of maximum length L: part of the outcome's key.
   YAML::Node measurement(int L) const {
     YAML::Node node;
-    for (int length : lengths(L)) node["lengths"].push_back(length);
+    for (int length : settings_.lengths.lengths(L)) node["lengths"].push_back(length);
     node["samples"] = settings_.samples;
     node["iterations"] = settings_.fit.iterations;
     node["l2"] = exact(settings_.fit.l2);
@@ -88,24 +78,11 @@ class ProbeStudy final : public Study {
 void ProbeStudy::read(const Options& root) {
   const Options section = root.section("probe");
   ProbeStudySettings& s = settings_;
-  s.multiples = section.get_list<double>("multiples", s.multiples);
-  if (s.multiples.empty()) section.fail("multiples", "must not be empty");
-  for (double m : s.multiples)
-    if (!(m >= 1)) section.fail("multiples", "every multiple of L must be at least 1");
+  s.lengths.read(root);
   s.samples = static_cast<uint64_t>(get_in_range(section, "samples", static_cast<long>(s.samples), 4, 1'000'000));
   s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
   s.fit.l2 = section.get<double>("l2", s.fit.l2);
   if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
-}
-
-void ProbeStudy::check_cell(const Options& root, const CellSpec& cell) const {
-  const double longest =
-      *std::max_element(settings_.multiples.begin(), settings_.multiples.end()) * cell.L;
-  if (longest > kMaxLength)
-    root.section("probe").fail("multiples", "probes sequences of length " +
-                                                std::to_string(std::lround(longest)) + " at L = " +
-                                                std::to_string(cell.L) + "; at most " +
-                                                std::to_string(kMaxLength));
 }
 
 // The measurement on the chosen configuration's trained model, read from its checkpoint.
@@ -188,7 +165,8 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
                               format_fraction(hook["patch_readout"].as<double>())});
       }
       line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
-              ", best probe " + format_fraction(best) + " at " + best_hook;
+              (best_hook.empty() ? ", no hook points to probe"
+                                 : ", best probe " + format_fraction(best) + " at " + best_hook);
     }
     run.progress.log(line);
   }
@@ -211,9 +189,10 @@ void ProbeStudy::report(ReportContext& report) const {
   Table table;
   table.header = {"model", "format", "task", "distribution", "L", "length", "hook", "depth",
                   "probe", "ablation drop", "patch changed", "patch readout"};
-  // One figure per (task, format, length as a multiple of L): probe accuracy against relative
-  // depth (the hook's index over the last index), one line per model and cell.
-  std::map<std::tuple<int, int, std::string, std::string, std::string>, Figure> figures;
+  // Per (task, format, length as a multiple of L) two figures against relative depth (the
+  // hook's index over the last index), one line per model and cell: the probe's accuracy (what
+  // is readable) and the patching recovery at the readout (where the answer is formed).
+  std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>> figures;
   for (const StoredOutcome* o : report.latest("probe")) {
     const YAML::Node cell = o->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
@@ -225,22 +204,27 @@ void ProbeStudy::report(ReportContext& report) const {
       const double chance = length["final_chance"].as<double>();
       const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
       const std::string multiple = multiple_label(at, L);
-      Figure& f = figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
-      if (f.stem.empty()) {
-        f.stem = "probe_" + safe(row.task) + "_" + row.format + "_" + safe(multiple);
-        f.title = "Linear probe of the state by depth: " + row.task + ", " + row.format +
-                  ", length " + (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
-        f.xlabel = "relative depth (hook index / last index: embedding 0, output 1)";
-        f.ylabel = "normalized probe accuracy";
-        f.extra = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
+      auto& [probe_figure, patch_figure] = figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
+      if (probe_figure.stem.empty()) {
+        const std::string stem = safe(row.task) + "_" + row.format + "_" + safe(multiple);
+        const std::string where = row.task + ", " + row.format + ", length " +
+                                  (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
+        const std::string axes = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key top left\n";
+        const std::string depth = "relative depth (hook index / last index: embedding 0, output 1)";
+        probe_figure = {"probe_" + stem, "Linear probe of the state by depth: " + where, depth,
+                        "normalized probe accuracy", "", false, axes, {}};
+        patch_figure = {"patch_" + stem, "Patching at the readout by depth: " + where, depth,
+                        "share of the logit gap recovered", "", false, axes, {}};
       }
-      Figure::Series s{row.model + " " + distribution + " L=" + std::to_string(L), {}, false};
+      const std::string series = row.model + " " + distribution + " L=" + std::to_string(L);
+      Figure::Series probes{series, {}, false}, patches{series, {}, false};
       const size_t hooks = length["hooks"].size();
       size_t depth = 0;
       for (const auto& hook : length["hooks"]) {
         const double x = hooks > 1 ? static_cast<double>(depth) / static_cast<double>(hooks - 1) : 1.0;
         const double probe = hook["probe"].as<double>();
-        s.points.push_back({x, probe});
+        probes.points.push_back({x, probe});
+        patches.points.push_back({x, hook["patch_readout"].as<double>()});
         table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
                               multiple, hook["name"].as<std::string>(), format_number(x, 3),
                               format_fraction(probe),
@@ -249,7 +233,8 @@ void ProbeStudy::report(ReportContext& report) const {
                               format_fraction(hook["patch_readout"].as<double>())});
         ++depth;
       }
-      f.series.push_back(s);
+      probe_figure.series.push_back(probes);
+      patch_figure.series.push_back(patches);
     }
   }
   if (table.rows.empty()) return;
@@ -262,7 +247,10 @@ void ProbeStudy::report(ReportContext& report) const {
                      "at the changed action's position / at the readout. depth: hook index over the "
                      "last index.",
                      table);
-  for (auto& [which, f] : figures) report.figures.push_back(f);
+  for (auto& [which, pair] : figures) {
+    report.figures.push_back(pair.first);
+    report.figures.push_back(pair.second);
+  }
 }
 
 }  // namespace
