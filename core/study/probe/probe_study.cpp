@@ -209,7 +209,7 @@ void ProbeStudy::report(ReportContext& report) const {
         const std::string stem = safe(row.task) + "_" + row.format + "_" + safe(multiple);
         const std::string where = row.task + ", " + row.format + ", length " +
                                   (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
-        const std::string axes = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key top left\n";
+        const std::string axes = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
         const std::string depth = "relative depth (hook index / last index: embedding 0, output 1)";
         probe_figure = {"probe_" + stem, "Linear probe of the state by depth: " + where, depth,
                         "normalized probe accuracy", "", false, axes, {}};
