@@ -107,9 +107,15 @@ void save_checkpoint(SequenceModel& model, const std::string& path) {
 
 void load_checkpoint(SequenceModel& model, const std::string& path) {
   if (!std::filesystem::exists(path)) throw ConfigError(path + ": no such checkpoint");
-  torch::serialize::InputArchive archive;
-  archive.load_from(path);
-  model.load(archive);
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    model.load(archive);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(path + ": not a checkpoint of this model (" +
+                             e.what_without_backtrace() +
+                             "); delete it and rerun to train the configuration again");
+  }
 }
 
 std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry,

@@ -22,6 +22,7 @@
 
 #include "data/language.hpp"
 #include "data/length_stream.hpp"
+#include "exec/signals.hpp"
 #include "options_yaml.hpp"
 #include "probe/probe.hpp"
 #include "report/context.hpp"
@@ -142,7 +143,19 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       value["best_loss"] = exact(result.best_loss);
       value["states"] = cell.num_states;
       value["settings"] = settings;
-      value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
+      try {
+        value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
+      } catch (const Interrupted&) {
+        throw;
+      } catch (const std::exception& e) {
+        // A model whose hooks the probes cannot read (or an unreadable checkpoint) is this
+        // cell's error, not the study's end.
+        run.progress.clear();
+        run.progress.log(context + ": probing " + trial.configuration() + " failed: " + e.what());
+        table.rows.push_back({cell.label, trial.configuration(), "-", "-", "error", "", "", ""});
+        ++errors;
+        continue;
+      }
       run.store.put_outcome({key, config.name, "probe", cell.label, value, ""});
       run.progress.clear();
     }
