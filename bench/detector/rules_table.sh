@@ -1,0 +1,44 @@
+#!/bin/sh
+# The rules table of docs/performance.md section 4: each rule set replayed by detector_check on
+# every ground-truth store given (a folder of <study>/results.sqlite, or the saved
+# results/*.sqlite.gz when none is given), one markdown row per rule set.
+#   bench/detector/rules_table.sh [OUT_DIR]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+check="$root/build/bin/detector_check"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ $# -gt 0 ]; then
+  stores=$(ls "$1"/gt_*/results.sqlite)
+else
+  for f in "$here"/results/*.sqlite.gz; do gunzip -c "$f" > "$tmp/$(basename "$f" .gz)"; done
+  stores=$(ls "$tmp"/*.sqlite)
+fi
+base="--improvement 0.1 --projection 0 --margin 0.2 --project-to 250000"
+echo "| rules (improvement 0.1, no projection, plateau margin 0.2) | false failures | failures stopped | steps saved (ground truth's limit) | steps saved at 250,000 |"
+echo "|---|---|---|---|---|"
+while IFS='|' read -r label rules; do
+  # shellcheck disable=SC2086
+  out=$("$check" $stores $base $rules -q 2>&1 || true)
+  totals=$(echo "$out" | grep '^configurations')
+  succ=$(echo "$totals" | sed 's/.*: \([0-9]*\) succeeded.*/\1/')
+  ff=$(echo "$totals" | sed 's/.*(\([0-9]*\) of them stopped first.*/\1/')
+  fails=$(echo "$totals" | sed 's/.* \([0-9]*\) failed within the limit.*/\1/')
+  stopped=$(echo "$totals" | sed 's/.*limit (\([0-9]*\) stopped.*/\1/')
+  saved=$(echo "$out" | grep '^optimisation' | sed 's/.*(\(.*\) saved)/\1/')
+  projected=$(echo "$out" | grep '^at a limit' | sed 's/.*(\(.*\) saved)/\1/')
+  [ "$ff" = 0 ] && ffs="0 of $succ" || ffs="**$ff of $succ**"
+  echo "| $label | $ffs | $stopped of $fails | $saved | $projected |"
+done <<'RULES'
+window 1000, fraction 0.5|--window 1000 --fraction 0.5
+window 5000, fraction 0.5|--window 5000 --fraction 0.5
+window 8000, fraction 0.5|--window 8000 --fraction 0.5
+window 5000, fraction 0.5, memorised 1e-4|--window 5000 --fraction 0.5 --memorised 1e-4
+window 7000, fraction 0.5, memorised 1e-4|--window 7000 --fraction 0.5 --memorised 1e-4
+window 10000, fraction 0.5, memorised 1e-4 (recommended)|--window 10000 --fraction 0.5 --memorised 1e-4
+window 10000, fraction 0.5, memorised 1e-1|--window 10000 --fraction 0.5 --memorised 1e-1
+window 10000, fraction 0.5, memorised 1e-4, plateau patience 15,000|--window 10000 --fraction 0.5 --memorised 1e-4 --patience 15000
+RULES
+echo
+echo "stores: $(echo $stores | wc -w); $("$check" $stores $base --window 10000 --fraction 0.5 --memorised 1e-4 -q 2>&1 | grep '^configurations')"
