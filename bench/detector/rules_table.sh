@@ -1,7 +1,7 @@
 #!/bin/sh
-# The rules table of docs/performance.md section 4: each rule set replayed by detector_check on
-# every ground-truth store given (a folder of <study>/results.sqlite, or the saved
-# results/*.sqlite.gz when none is given), one markdown row per rule set.
+# The tables of docs/performance.md section 4: the ground-truth stores (a folder of
+# <study>/results.sqlite, or the saved results/*.sqlite.gz when none is given), then each rule
+# set replayed by detector_check on all of them, one markdown row per rule set.
 #   bench/detector/rules_table.sh [OUT_DIR]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +15,17 @@ else
   for f in "$here"/results/*.sqlite.gz; do gunzip -c "$f" > "$tmp/$(basename "$f" .gz)"; done
   stores=$(ls "$tmp"/*.sqlite)
 fi
+echo "| store | N | longest run (steps) | configurations | succeeded |"
+echo "|---|---|---|---|---|"
+for db in $stores; do
+  name=$(basename "$db" .sqlite)
+  [ "$name" = results ] && name=$(basename "$(dirname "$db")")
+  q="FROM trials WHERE status NOT IN ('cancelled', 'error')"
+  echo "| $name | $(sqlite3 "$db" "SELECT group_concat(n, ', ') FROM (SELECT DISTINCT n $q ORDER BY n DESC)") \
+| $(sqlite3 "$db" "SELECT max(steps) $q") | $(sqlite3 "$db" "SELECT count(*) $q") \
+| $(sqlite3 "$db" "SELECT count(*) $q AND status = 'succeeded'") |"
+done
+echo
 base="--improvement 0.1 --projection 0 --margin 0.2 --project-to 250000"
 echo "| rules (improvement 0.1, no projection, plateau margin 0.2) | false failures | failures stopped | steps saved (ground truth's limit) | steps saved at 250,000 |"
 echo "|---|---|---|---|---|"
@@ -34,11 +45,12 @@ done <<'RULES'
 window 1000, fraction 0.5|--window 1000 --fraction 0.5
 window 5000, fraction 0.5|--window 5000 --fraction 0.5
 window 8000, fraction 0.5|--window 8000 --fraction 0.5
-window 5000, fraction 0.5, memorised 1e-4|--window 5000 --fraction 0.5 --memorised 1e-4
-window 7000, fraction 0.5, memorised 1e-4|--window 7000 --fraction 0.5 --memorised 1e-4
-window 10000, fraction 0.5, memorised 1e-4 (recommended)|--window 10000 --fraction 0.5 --memorised 1e-4
-window 10000, fraction 0.5, memorised 1e-1|--window 10000 --fraction 0.5 --memorised 1e-1
-window 10000, fraction 0.5, memorised 1e-4, plateau patience 15,000|--window 10000 --fraction 0.5 --memorised 1e-4 --patience 15000
+window 8000, fraction 0.5, memorised 1e-4|--window 8000 --fraction 0.5 --memorised 1e-4
+window 10000, fraction 0.5, memorised 1e-4|--window 10000 --fraction 0.5 --memorised 1e-4
+window 20000, fraction 0.5, memorised 1e-4|--window 20000 --fraction 0.5 --memorised 1e-4
+window 40000, fraction 0.5, memorised 1e-4|--window 40000 --fraction 0.5 --memorised 1e-4
+window 60000, fraction 0.5, memorised 1e-4|--window 60000 --fraction 0.5 --memorised 1e-4
+window 120000, fraction 0.5, memorised 1e-4|--window 120000 --fraction 0.5 --memorised 1e-4
 RULES
 echo
-echo "stores: $(echo $stores | wc -w); $("$check" $stores $base --window 10000 --fraction 0.5 --memorised 1e-4 -q 2>&1 | grep '^configurations')"
+echo "stores: $(echo $stores | wc -w); $("$check" $stores $base --window 120000 --fraction 0.5 --memorised 1e-4 -q 2>&1 | grep '^configurations')"
