@@ -100,12 +100,28 @@ int main(int argc, char** argv) {
   double projected_truth = 0, projected_detector = 0;  // at --project-to
   std::printf("%-58s %7s %6s %5s  %-22s %-22s %s\n", "cell", "N", "lr", "seed", "without detector",
               "with detector", "verdict");
+  // One ground truth per configuration: where a configuration (cell, N, lr, seed) was run
+  // under several step limits (a long ground truth extends a 20,000-step one), the longest
+  // run is the truth, and the shorter ones are its prefix (a trial is deterministic).
+  std::vector<StoredTrial> runs;
+  std::map<std::string, size_t> run_of;
   for (const std::string& file : stores) {
     Store store(file);
-    for (const StoredTrial& t : store.all()) {
+    for (StoredTrial& t : store.all()) {
       const TrialResult& r = t.result;
       if (r.status == TrialStatus::kCancelled || r.status == TrialStatus::kError) continue;
       if (r.stalled) continue;  // not ground truth: a detector stopped it
+      const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " n " + std::to_string(t.spec.n) +
+                              " lr " + format_number(t.spec.lr) + " seed " + std::to_string(t.spec.seed);
+      auto [found, added] = run_of.emplace(key, runs.size());
+      if (added) runs.push_back(std::move(t));
+      else if (t.spec.training.max_steps > runs[found->second].spec.training.max_steps)
+        runs[found->second] = std::move(t);
+    }
+  }
+  {
+    for (const StoredTrial& t : runs) {
+      const TrialResult& r = t.result;
       double chance = 0;
       if (use_plateau) {
         chance = r.chance_loss;
