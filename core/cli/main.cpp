@@ -13,6 +13,7 @@
 #include "report/table.hpp"
 #include "study/study.hpp"
 #include "train/hook_names.hpp"
+#include "train/trial.hpp"
 #include "exec/mpi.hpp"
 #include "exec/runner.hpp"
 #include "util/process.hpp"
@@ -214,6 +215,10 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " + out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
+  if (config.training.stall_window > 0)
+    progress.log("  failure detector on (" + induct::describe_detector(config.training) +
+                 "): a configuration it stops is failed by its rule, not proven at max_steps "
+                 "(docs/method.md section 5a; search.certify proves the failures an N* rests on)");
   induct::StatusFile status(out_dir, config.name, config.kind, cells.size(), runner->parallelism(),
                             [&store] { return store.outcomes().size(); });
   induct::StatusRunner tracked(*runner, status);
