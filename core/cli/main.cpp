@@ -201,6 +201,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
                                            : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
+  const induct::RunLock lock(out_dir);  // before anything in the folder is written
   YAML::Emitter resolved;
   resolved << resolved_study(config);
   induct::write_file_atomically((out_dir / "config.yaml").string(),
@@ -229,8 +230,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   } catch (const induct::Interrupted& e) {
     size_t finished = 0;
     for (const auto& t : store.all())
-      finished += t.result.status != induct::TrialStatus::kCancelled &&
-                  t.result.status != induct::TrialStatus::kError;
+      finished += t.result.finished();
     const std::string in_flight =
         e.at_once() ? "stopped at once by a second signal, trials in flight lost"
                     : "no new trials started, " + std::to_string(e.cancelled()) +

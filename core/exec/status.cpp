@@ -1,14 +1,18 @@
 #include "exec/status.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "report/table.hpp"
 #include "study/progress.hpp"
@@ -176,6 +180,37 @@ void StatusRunner::run(TrialSource& source) {
     }
   } relay(source, status_, next_id_);
   inner_.run(relay);
+}
+
+RunLock::RunLock(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / "run.lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw std::runtime_error(file.string() + ": cannot open (" + std::strerror(errno) + ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    std::ifstream in(file);
+    std::string holder;
+    std::getline(in, holder);
+    ::close(fd_);
+    fd_ = -1;
+    if (error != EWOULDBLOCK)
+      throw std::runtime_error(file.string() + ": cannot lock (" + std::strerror(error) + ")");
+    throw std::runtime_error(
+        "another `induct run` (" + (holder.empty() ? std::string("its pid unknown") : holder) +
+        ") is running into " + dir.string() +
+        ": two runs into one folder would train the same trials twice. Wait for it (`induct "
+        "status " + dir.string() + "`), stop it, or give this one another --out");
+  }
+  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host_name() + "\n";
+  // Who holds it, for the message of a second run (without it: "its pid unknown").
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] const ssize_t written = ::write(fd_, holder.data(), holder.size());
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
 }
 
 std::string describe_status(const std::filesystem::path& dir) {

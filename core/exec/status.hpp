@@ -61,6 +61,21 @@ class StatusRunner final : public TrialRunner {
   size_t next_id_ = 0;
 };
 
+// DIR/run.lock, held (flock, exclusive) while a study runs into DIR: a second `induct run` into
+// the same folder stops at once with an error naming the first (its pid and host), instead of
+// training the same trials twice and recording its cancellations over the other's results.
+// The kernel releases the lock when the process ends, however it ends, so none is ever stale.
+class RunLock {
+ public:
+  explicit RunLock(const std::filesystem::path& dir);  // std::runtime_error when held
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // `induct status DIR`: the status file as a person reads it (and whether its writer is alive).
 std::string describe_status(const std::filesystem::path& dir);
 

@@ -163,7 +163,7 @@ std::vector<std::string> trial_columns() {
 }
 
 std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
-  const bool measured = r.status != TrialStatus::kError && r.status != TrialStatus::kCancelled;
+  const bool measured = r.finished();
   return {std::to_string(t.n), format_number(t.lr, 3), std::to_string(t.seed), to_string(r.status),
           std::to_string(r.steps), measured ? format_number(r.best_loss, 4) : "-",
           measured ? format_number(r.last.final_accuracy, 4) : "-",

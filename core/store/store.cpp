@@ -206,6 +206,7 @@ std::optional<TrialResult> Store::find_finished(const std::string& key) const {
 }
 
 void Store::put(const std::string& study, const TrialSpec& spec, const TrialResult& result) {
+  if (!result.finished() && find_finished(spec.key())) return;
   Statement q(db_, R"sql(
     INSERT OR REPLACE INTO trials (key, cell_key, study, task, model, format, distribution, L,
       n, lr, seed, status, steps, best_loss, val_loss, token_accuracy, final_accuracy, seconds,

@@ -46,7 +46,8 @@ class Store {
   // A finished trial (succeeded, failed or diverged) with this key; cancelled and error rows
   // are records, not results, and are run again.
   std::optional<TrialResult> find_finished(const std::string& key) const;
-  // Inserts or replaces the row of spec.key().
+  // Inserts or replaces the row of spec.key(); a cancelled or error record never replaces a
+  // finished result (the result stays, the record is dropped).
   void put(const std::string& study, const TrialSpec& spec, const TrialResult& result);
   std::vector<StoredTrial> all() const;
 

@@ -120,6 +120,11 @@ struct TrialResult {
   std::string error;
 
   bool succeeded() const { return status == TrialStatus::kSucceeded; }
+  // Succeeded, failed or diverged: a result. Cancelled and error rows are records, run again.
+  bool finished() const {
+    return status == TrialStatus::kSucceeded || status == TrialStatus::kFailed ||
+           status == TrialStatus::kDiverged;
+  }
   // A trial that never ran to its end: cancelled, or stopped by an error.
   static TrialResult cancelled();
   static TrialResult failure(const std::string& message);

@@ -151,8 +151,7 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   {
     induct::Store store(killed + "/results.sqlite");
     for (const auto& t : store.all())
-      if (t.result.status != induct::TrialStatus::kCancelled &&
-          t.result.status != induct::TrialStatus::kError)
+      if (t.result.finished())
         before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
   BOOST_TEST(!before.empty());
@@ -218,8 +217,7 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   {
     induct::Store store(dir + "/results.sqlite");
     for (const auto& t : store.all())
-      if (t.result.status != induct::TrialStatus::kCancelled &&
-          t.result.status != induct::TrialStatus::kError)
+      if (t.result.finished())
         before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
   BOOST_TEST(last.find(std::to_string(before.size()) + " finished trial(s) stored in") != std::string::npos, last);

@@ -14,6 +14,9 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
+#include "exec/status.hpp"
 #include "report/format.hpp"
 #include "study/search.hpp"
 #include "study/study.hpp"
@@ -449,6 +452,57 @@ BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
   BOOST_TEST(found->value["nstar"].as<int>() == 42);
   BOOST_TEST(said.str().find("store " + file + ": locked by another process for 10 s") == 0u, said.str());
   BOOST_TEST(said.str().find("no longer locked") != std::string::npos, said.str());
+}
+
+// A cancelled or error record (what a second coordinator, or a rerun stopped early, writes
+// for a trial it did not finish) never replaces a finished result of the same trial.
+BOOST_AUTO_TEST_CASE(a_cancelled_record_never_replaces_a_finished_result) {
+  const std::string dir = test::temp_dir("record_after_result");
+  Store store(dir + "/results.sqlite");
+  TrialSpec spec;
+  spec.cell.task = YAML::Load("{name: modular, m: 2}");
+  spec.cell.model = YAML::Load("{name: lstm, hidden: 8}");
+  spec.cell.format = "outcome";
+  spec.cell.distribution = "fixed";
+  spec.cell.L = 3;
+  spec.n = 5;
+  spec.lr = 1e-3;
+  spec.seed = 10;
+  TrialResult failed;
+  failed.status = TrialStatus::kFailed;
+  failed.steps = 250000;
+  failed.best_loss = 1.3;
+  store.put("s", spec, failed);
+  store.put("s", spec, TrialResult::cancelled());
+  store.put("s", spec, TrialResult::failure("worker lost"));
+  auto found = store.find_finished(spec.key());
+  BOOST_REQUIRE(found.has_value());
+  BOOST_TEST(found->steps == 250000);
+  BOOST_TEST(store.all().size() == 1u);
+  // A finished result replaces a record, and another finished result.
+  Store other(dir + "/other.sqlite");
+  other.put("s", spec, TrialResult::cancelled());
+  other.put("s", spec, failed);
+  BOOST_TEST(other.find_finished(spec.key())->best_loss == 1.3);
+}
+
+// One `induct run` per output folder: a second lock on the folder fails, naming the holder;
+// the lock goes with its holder.
+BOOST_AUTO_TEST_CASE(a_second_run_into_a_folder_is_refused_while_the_first_holds_it) {
+  const std::string dir = test::temp_dir("run_lock");
+  {
+    RunLock first(dir);
+    try {
+      RunLock second(dir);
+      BOOST_FAIL("a second lock on " + dir);
+    } catch (const std::runtime_error& e) {
+      const std::string message = e.what();
+      BOOST_TEST(message.find("another `induct run` (pid " + std::to_string(::getpid()) + " on ") == 0u,
+                 message);
+      BOOST_TEST(message.find("give this one another --out") != std::string::npos, message);
+    }
+  }
+  RunLock again(dir);  // released with the first
 }
 
 // A row another program damaged is named (file, table, key, column), not a crash.
