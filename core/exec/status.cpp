@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -194,8 +195,11 @@ RunLock::RunLock(const std::filesystem::path& dir) {
     std::getline(in, holder);
     ::close(fd_);
     fd_ = -1;
-    if (error != EWOULDBLOCK)
-      throw std::runtime_error(file.string() + ": cannot lock (" + std::strerror(error) + ")");
+    if (error != EWOULDBLOCK) {  // a filesystem without locks (some network mounts)
+      std::cerr << file.string() << ": cannot lock (" << std::strerror(error)
+                << "): running without the guard against a second run into this folder\n";
+      return;
+    }
     throw std::runtime_error(
         "another `induct run` (" + (holder.empty() ? std::string("its pid unknown") : holder) +
         ") is running into " + dir.string() +

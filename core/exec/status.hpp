@@ -65,6 +65,7 @@ class StatusRunner final : public TrialRunner {
 // the same folder stops at once with an error naming the first (its pid and host), instead of
 // training the same trials twice and recording its cancellations over the other's results.
 // The kernel releases the lock when the process ends, however it ends, so none is ever stale.
+// On a filesystem without locks it says so and runs unguarded.
 class RunLock {
  public:
   explicit RunLock(const std::filesystem::path& dir);  // std::runtime_error when held
