@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     Store store(file);
     for (StoredTrial& t : store.all()) {
       const TrialResult& r = t.result;
-      if (r.status == TrialStatus::kCancelled || r.status == TrialStatus::kError) continue;
+      if (!r.finished()) continue;
       if (r.stalled) continue;  // not ground truth: a detector stopped it
       const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " n " + std::to_string(t.spec.n) +
                               " lr " + format_number(t.spec.lr) + " seed " + std::to_string(t.spec.seed);
@@ -119,59 +119,57 @@ int main(int argc, char** argv) {
         runs[found->second] = std::move(t);
     }
   }
-  {
-    for (const StoredTrial& t : runs) {
-      const TrialResult& r = t.result;
-      double chance = 0;
-      if (use_plateau) {
-        chance = r.chance_loss;
-        if (chance <= 0) {
-          const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " " + std::to_string(t.spec.seed);
-          auto found = chance_of.find(key);
-          if (found == chance_of.end()) {
-            CellData cell = make_cell_data(registry, t.spec.cell);
-            Split split = make_split(cell.data, 0, t.spec.seed);
-            const bool on_training = split.validation.size() == 0;
-            if (on_training) split = make_split(cell.data, t.spec.n, t.spec.seed);
-            ExampleSet set(on_training ? split.train : split.validation, *cell.transitions,
-                           *cell.format, cell.vocab);
-            found = chance_of.emplace(key, chance_loss(set)).first;
-          }
-          chance = found->second;
+  for (const StoredTrial& t : runs) {
+    const TrialResult& r = t.result;
+    double chance = 0;
+    if (use_plateau) {
+      chance = r.chance_loss;
+      if (chance <= 0) {
+        const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " " + std::to_string(t.spec.seed);
+        auto found = chance_of.find(key);
+        if (found == chance_of.end()) {
+          CellData cell = make_cell_data(registry, t.spec.cell);
+          Split split = make_split(cell.data, 0, t.spec.seed);
+          const bool on_training = split.validation.size() == 0;
+          if (on_training) split = make_split(cell.data, t.spec.n, t.spec.seed);
+          ExampleSet set(on_training ? split.train : split.validation, *cell.transitions,
+                         *cell.format, cell.vocab);
+          found = chance_of.emplace(key, chance_loss(set)).first;
         }
+        chance = found->second;
       }
-      TrainSettings s = rules;
-      s.max_steps = t.spec.training.max_steps;
-      s.epsilon = t.spec.training.epsilon;
-      const Replay d = replay(r.history, chance, s);
-      ++configs;
-      steps_truth += static_cast<double>(r.steps);
-      steps_detector += static_cast<double>(d.stop >= 0 ? d.stop : r.steps);
-      if (project_to > 0) {
-        const auto limit = static_cast<double>(std::max(project_to, r.steps));
-        const double full = r.succeeded() ? static_cast<double>(r.steps) : limit;
-        projected_truth += full;
-        projected_detector += d.stop >= 0 ? static_cast<double>(d.stop) : full;
-      }
-      std::string truth = std::string(to_string(r.status)) + " at " + std::to_string(r.steps);
-      std::string with = d.stop >= 0 ? std::string(to_string(d.verdict)) + " at " + std::to_string(d.stop)
-                                     : "not stopped";
-      const char* verdict;
-      if (r.succeeded()) {
-        verdict = d.stop >= 0 ? "FALSE-FAIL" : "ok-success";
-        (d.stop >= 0 ? false_failures : successes) += 1;
-      } else {
-        verdict = d.stop >= 0 ? "ok-fail" : "ran-on";
-        (d.stop >= 0 ? right_failures : ran_on) += 1;
-      }
-      if (!quiet) {
-        std::string cell = component_label(t.spec.cell.model) + " " + t.spec.cell.format + " " +
-                           component_label(t.spec.cell.task) + " " + t.spec.cell.distribution +
-                           " L=" + std::to_string(t.spec.cell.L);
-        std::printf("%-58s %7llu %6.0e %5llu  %-22s %-22s %s\n", cell.c_str(),
-                    static_cast<unsigned long long>(t.spec.n), t.spec.lr,
-                    static_cast<unsigned long long>(t.spec.seed), truth.c_str(), with.c_str(), verdict);
-      }
+    }
+    TrainSettings s = rules;
+    s.max_steps = t.spec.training.max_steps;
+    s.epsilon = t.spec.training.epsilon;
+    const Replay d = replay(r.history, chance, s);
+    ++configs;
+    steps_truth += static_cast<double>(r.steps);
+    steps_detector += static_cast<double>(d.stop >= 0 ? d.stop : r.steps);
+    if (project_to > 0) {
+      const auto limit = static_cast<double>(std::max(project_to, r.steps));
+      const double full = r.succeeded() ? static_cast<double>(r.steps) : limit;
+      projected_truth += full;
+      projected_detector += d.stop >= 0 ? static_cast<double>(d.stop) : full;
+    }
+    std::string truth = std::string(to_string(r.status)) + " at " + std::to_string(r.steps);
+    std::string with = d.stop >= 0 ? std::string(to_string(d.verdict)) + " at " + std::to_string(d.stop)
+                                   : "not stopped";
+    const char* verdict;
+    if (r.succeeded()) {
+      verdict = d.stop >= 0 ? "FALSE-FAIL" : "ok-success";
+      (d.stop >= 0 ? false_failures : successes) += 1;
+    } else {
+      verdict = d.stop >= 0 ? "ok-fail" : "ran-on";
+      (d.stop >= 0 ? right_failures : ran_on) += 1;
+    }
+    if (!quiet) {
+      std::string cell = component_label(t.spec.cell.model) + " " + t.spec.cell.format + " " +
+                         component_label(t.spec.cell.task) + " " + t.spec.cell.distribution +
+                         " L=" + std::to_string(t.spec.cell.L);
+      std::printf("%-58s %7llu %6.0e %5llu  %-22s %-22s %s\n", cell.c_str(),
+                  static_cast<unsigned long long>(t.spec.n), t.spec.lr,
+                  static_cast<unsigned long long>(t.spec.seed), truth.c_str(), with.c_str(), verdict);
     }
   }
   std::printf("\nrules: %s%s\n", describe_detector(rules).c_str(),

@@ -53,4 +53,5 @@ window 60000, fraction 0.5, memorised 1e-4|--window 60000 --fraction 0.5 --memor
 window 120000, fraction 0.5, memorised 1e-4|--window 120000 --fraction 0.5 --memorised 1e-4
 RULES
 echo
-echo "stores: $(echo $stores | wc -w); $("$check" $stores $base --window 120000 --fraction 0.5 --memorised 1e-4 -q 2>&1 | grep '^configurations')"
+# The configurations replayed (the same for every rule set), from the last one's totals.
+echo "stores: $(echo $stores | wc -w); configurations $(echo "$totals" | sed 's/^configurations \([0-9]*\): \([0-9]*\) succeeded.*/\1, \2 succeeded/')"
