@@ -479,7 +479,7 @@ BOOST_AUTO_TEST_CASE(a_cancelled_record_never_replaces_a_finished_result) {
   BOOST_REQUIRE(found.has_value());
   BOOST_TEST(found->steps == 250000);
   BOOST_TEST(store.all().size() == 1u);
-  // A finished result replaces a record, and another finished result.
+  // A finished result replaces a record.
   Store other(dir + "/other.sqlite");
   other.put("s", spec, TrialResult::cancelled());
   other.put("s", spec, failed);
