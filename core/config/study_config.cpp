@@ -140,6 +140,10 @@ RunSettings read_run(const Options& run) {
   if (r.device != "cpu" && r.device != "cuda" && !cuda_index)
     run.fail("device", "must be cpu, cuda or cuda:N (N a GPU index), not '" + r.device + "'");
   r.plugin_path = run.get_list<std::string>("plugin_path", {});
+  r.state_every = at_least(run, "state_every", r.state_every, 0);
+  r.keep_states = run.get<std::string>("keep_states", r.keep_states);
+  if (r.keep_states != "stopped" && r.keep_states != "failed" && r.keep_states != "none")
+    run.fail("keep_states", "must be stopped, failed or none, not '" + r.keep_states + "'");
   return r;
 }
 

@@ -139,8 +139,9 @@ std::string cell_context(const StudyConfig& study, size_t index, size_t count,
          " " + label;
 }
 
-TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
+TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
                      uint64_t seed) {
+  const StudyConfig& study = run.config;
   TrialSpec trial;
   trial.cell = cell.cell;
   trial.n = n;
@@ -151,6 +152,9 @@ TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_
   trial.device = study.run.device;
   trial.plugin_path = plugin_search_path(study.run.plugin_path);
   trial.plugin_versions = cell.plugin_versions;
+  trial.state_dir = std::filesystem::absolute(run.out_dir / "states").string();
+  trial.state_every = study.run.state_every;
+  trial.keep_states = study.run.keep_states;
   return trial;
 }
 

@@ -19,7 +19,7 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
   StepResult step;
   for (double lr : config.learning_rates)
     for (uint64_t seed : config.seeds) {
-      TrialSpec trial = make_trial(config, cell, n, lr, seed);
+      TrialSpec trial = make_trial(run, cell, n, lr, seed);
       trial.measurements = options.measurements;
       if (options.checkpoints != StepOptions::Checkpoints::kNone)
         trial.checkpoint_dir = std::filesystem::absolute(run.out_dir / "checkpoints").string();

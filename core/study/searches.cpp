@@ -336,7 +336,7 @@ class Searches final : public TrialSource {
     for (size_t k : order) {
       Slot slot;
       slot.config = k;
-      slot.trial = make_trial(config_, *s.cell, n, grid_[k].first, grid_[k].second);
+      slot.trial = make_trial(run_, *s.cell, n, grid_[k].first, grid_[k].second);
       if (judged_by) slot.trial.training.stall_window = 0;  // the paper's procedure
       if (auto stored = run_.store.find_finished(slot.trial.key())) {
         slot.state = SlotState::kDone;

@@ -67,9 +67,6 @@ std::string multiple_label(int length, int L);
 std::string cell_context(const StudyConfig& study, size_t index, size_t count,
                          const std::string& label);
 
-TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
-                     uint64_t seed);
-
 std::string describe_cell(const PreparedCell& cell);
 
 struct StudyRun {
@@ -81,6 +78,11 @@ struct StudyRun {
   std::filesystem::path out_dir;
   std::ostream& out;
 };
+
+// One configuration of a cell at size n, as this run trains it (its training state in
+// OUT/states/, run.state_every).
+TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
+                     uint64_t seed);
 
 // All configurations (learning rate x seed) of one cell at one training-set size. Trials in
 // the store are reused; the rest run. `context` prefixes the status line.

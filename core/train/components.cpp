@@ -206,7 +206,16 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                                   spec.seed, device);
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
-  TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer);
+  StateFile state;
+  if (!spec.state_dir.empty()) {
+    state.path = (std::filesystem::path(spec.state_dir) / (spec.trajectory_key() + ".pt")).string();
+    state.trajectory = spec.trajectory_key();
+    state.every = spec.state_every;
+    state.keep_final = spec.keep_states == "failed";
+    state.keep_stopped = spec.keep_states == "failed" || spec.keep_states == "stopped";
+  }
+  TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer,
+                                   spec.state_dir.empty() ? nullptr : &state);
   if (result.status == TrialStatus::kCancelled) return result;
   const YAML::Node measurements = spec.measurements.clone();
   if (measurements.size() > 0) {

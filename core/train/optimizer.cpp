@@ -57,6 +57,16 @@ FlatAdam::FlatAdam(std::vector<torch::Tensor> parameters, double lr, double beta
 
 void FlatAdam::zero_grad() { grads_.zero_(); }
 
+void FlatAdam::restore(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq, int64_t steps) {
+  if (exp_avg.sizes() != exp_avg_.sizes() || exp_avg_sq.sizes() != exp_avg_sq_.sizes())
+    throw std::invalid_argument("FlatAdam::restore: moments of " + std::to_string(exp_avg.numel()) +
+                                " values for " + std::to_string(exp_avg_.numel()) + " parameters");
+  torch::NoGradGuard no_grad;
+  exp_avg_.copy_(exp_avg);
+  exp_avg_sq_.copy_(exp_avg_sq);
+  steps_ = steps;
+}
+
 void FlatAdam::step() {
   torch::NoGradGuard no_grad;
   ++steps_;

@@ -20,6 +20,14 @@ class FlatAdam {
   void zero_grad();
   void step();
 
+  // The moments and the step count, to save a training and go on from it (the parameters are
+  // the model's own, saved with it): restore(m, v, steps) after construction makes the next
+  // step the one that would have followed.
+  const torch::Tensor& exp_avg() const { return exp_avg_; }
+  const torch::Tensor& exp_avg_sq() const { return exp_avg_sq_; }
+  int64_t steps() const { return steps_; }
+  void restore(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq, int64_t steps);
+
  private:
   std::vector<torch::Tensor> parameters_;
   torch::Tensor values_, grads_, exp_avg_, exp_avg_sq_, denom_;

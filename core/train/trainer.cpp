@@ -4,12 +4,23 @@
 #include <torch/nn/functional/activation.h>
 #include <torch/utils.h>
 
+#include <ATen/Context.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <optional>
 
+#include "options_yaml.hpp"
 #include "train/optimizer.hpp"
 #include "util/rng.hpp"
 
@@ -164,8 +175,146 @@ double chance_loss(const ExampleSet& set) {
   return entropy;
 }
 
+namespace {
+
+// A training's state (StateFile), as read back.
+struct SavedState {
+  TrialResult result;  // steps, history, best loss, last evaluation and seconds so far
+  torch::Tensor exp_avg, exp_avg_sq;
+  int64_t adam_steps = 0;
+  std::array<uint64_t, 4> pass_rng{};  // the data order's generator before the current pass's shuffle
+  int64_t cursor = 0;                  // the next example of that pass
+  torch::Tensor cpu_generator, device_generator;
+};
+
+torch::Tensor words_tensor(const std::array<uint64_t, 4>& words) {
+  torch::Tensor t = torch::empty({4}, torch::kLong);
+  std::memcpy(t.data_ptr<int64_t>(), words.data(), sizeof(words));
+  return t;
+}
+
+std::array<uint64_t, 4> tensor_words(const torch::Tensor& t) {
+  std::array<uint64_t, 4> words{};
+  if (t.numel() != 4 || t.scalar_type() != torch::kLong) throw std::runtime_error("bad generator state");
+  std::memcpy(words.data(), t.contiguous().data_ptr<int64_t>(), sizeof(words));
+  return words;
+}
+
+std::string read_text(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue value;
+  archive.read(key, value);
+  return value.toStringRef();
+}
+
+torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::string& key) {
+  torch::Tensor t;
+  archive.read(key, t);
+  return t;
+}
+
+// torch's default generator of a device (dropout draws from the CPU one), saved and restored.
+torch::Tensor generator_state(torch::Device device) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_generator_state(torch::Device device, const torch::Tensor& state) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
+// Whether a training with these settings would have reached the end of `history` (no success,
+// no detector verdict before its last point), so that it may go on from there.
+bool reaches(const std::vector<EvalPoint>& history, double chance, const TrainSettings& settings) {
+  std::vector<EvalPoint> prefix;
+  double best = std::numeric_limits<double>::infinity();
+  for (const EvalPoint& p : history) {
+    if (p.step > settings.max_steps || !std::isfinite(p.val_loss)) return false;
+    prefix.push_back(p);
+    best = std::min(best, p.val_loss);
+    if (p.val_loss < settings.epsilon) return false;
+    if (&p != &history.back() && failure_verdict(prefix, best, chance, settings) != Verdict::kGoOn)
+      return false;
+  }
+  return true;
+}
+
+// The state of `file` when it belongs to this trajectory and these settings reach it; the
+// model's parameters and buffers are loaded then (before the optimizer takes them over).
+// `unreached`: the file is a state of this trajectory that these settings would not reach.
+std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model,
+                                     const TrainSettings& settings, double chance,
+                                     torch::Device device, bool& unreached) {
+  unreached = false;
+  if (!std::filesystem::exists(file.path)) return std::nullopt;
+  SavedState state;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(file.path);
+    if (read_text(archive, "trajectory") != file.trajectory) return std::nullopt;
+    state.result = TrialResult::from_yaml(YAML::Load(read_text(archive, "result")));
+    if (state.result.steps <= 0 || state.result.history.empty() ||
+        state.result.history.back().step != state.result.steps)
+      throw std::runtime_error("no history");
+    if (!reaches(state.result.history, chance, settings)) {
+      unreached = true;
+      return std::nullopt;
+    }
+    torch::serialize::InputArchive weights;
+    archive.read("model", weights);
+    model.load(weights);
+    model.to(device);
+    state.exp_avg = read_tensor(archive, "exp_avg");
+    state.exp_avg_sq = read_tensor(archive, "exp_avg_sq");
+    state.adam_steps = read_tensor(archive, "adam_steps").item<int64_t>();
+    state.pass_rng = tensor_words(read_tensor(archive, "pass_rng"));
+    state.cursor = read_tensor(archive, "cursor").item<int64_t>();
+    state.cpu_generator = read_tensor(archive, "cpu_generator");
+    if (!device.is_cpu()) state.device_generator = read_tensor(archive, "device_generator");
+  } catch (const std::exception& e) {
+    // Unreadable (cut short by a full disk, another LibTorch, another model): train from the start.
+    std::cerr << "induct: " << file.path << ": not a usable training state (" << e.what()
+              << "); training from the start\n";
+    return std::nullopt;
+  }
+  return state;
+}
+
+void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& optimizer,
+                 const std::array<uint64_t, 4>& pass_rng, int64_t cursor, const TrialResult& result,
+                 torch::Device device) {
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write("trajectory", c10::IValue(file.trajectory));
+    archive.write("result", c10::IValue(yaml::flow(result.to_yaml())));
+    torch::serialize::OutputArchive weights;
+    model.save(weights);
+    archive.write("model", weights);
+    archive.write("exp_avg", optimizer.exp_avg());
+    archive.write("exp_avg_sq", optimizer.exp_avg_sq());
+    archive.write("adam_steps", torch::tensor(optimizer.steps(), torch::kLong));
+    archive.write("pass_rng", words_tensor(pass_rng));
+    archive.write("cursor", torch::tensor(cursor, torch::kLong));
+    archive.write("cpu_generator", generator_state(torch::kCPU));
+    if (!device.is_cpu()) archive.write("device_generator", generator_state(device));
+    std::filesystem::create_directories(std::filesystem::path(file.path).parent_path());
+    const std::string temporary = file.path + "." + std::to_string(::getpid()) + ".partial";
+    archive.save_to(temporary);
+    std::filesystem::rename(temporary, file.path);
+  } catch (const std::exception& e) {
+    // A state only saves time: the training goes on without it.
+    std::cerr << "induct: could not save the training state " << file.path << ": " << e.what()
+              << "\n";
+  }
+}
+
+}  // namespace
+
 TrialResult train_model(SequenceModel& model, const TrainData& data, const TrainSettings& settings,
-                        double lr, uint64_t seed, torch::Device device, TrainObserver* observer) {
+                        double lr, uint64_t seed, torch::Device device, TrainObserver* observer,
+                        const StateFile* state) {
   const auto started = std::chrono::steady_clock::now();
   TrialResult result;
   result.best_loss = std::numeric_limits<double>::infinity();
@@ -173,6 +322,10 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   result.validated_on_training = data.validation.size() == 0;
   if (settings.stall_window > 0) result.chance_loss = chance_loss(eval_set);
 
+  // A saved state of this trajectory: its parameters are loaded before the optimizer takes them.
+  std::optional<SavedState> saved;
+  bool unreached = false;
+  if (state) saved = read_state(*state, model, settings, result.chance_loss, device, unreached);
   model.train();
   // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (docs/method.md section 4), over one flat buffer.
   FlatAdam optimizer(model.parameters(), lr, 0.9, 0.999, 1e-8);
@@ -180,6 +333,46 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   const size_t n = data.train.size();
   std::vector<int64_t> order(n);
   size_t cursor = n;  // start a new pass at once
+  std::array<uint64_t, 4> pass_rng = rng.state();
+  const auto new_pass = [&] {
+    // A new pass over the data, shuffled as a DataLoader with shuffle=True would.
+    pass_rng = rng.state();
+    std::iota(order.begin(), order.end(), int64_t{0});
+    rng.shuffle(order.begin(), order.end());
+    if (data.ascending)
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return data.train.length(a) < data.train.length(b);
+      });
+    cursor = 0;
+  };
+  int64_t saved_at = 0;  // the step of the state file's state (0: none)
+  double earlier_seconds = 0;
+  if (saved) {
+    optimizer.restore(saved->exp_avg.to(device), saved->exp_avg_sq.to(device), saved->adam_steps);
+    rng.set_state(saved->pass_rng);
+    new_pass();
+    cursor = static_cast<size_t>(saved->cursor);
+    set_generator_state(torch::kCPU, saved->cpu_generator);
+    if (!device.is_cpu()) set_generator_state(device, saved->device_generator);
+    const double chance = result.chance_loss;
+    result = saved->result;
+    result.chance_loss = chance;
+    result.stalled = false;  // a detector's stop, where this training has no detector or a later one
+    result.stopped_by.clear();
+    earlier_seconds = result.seconds;
+    saved_at = result.steps;
+    result.resumed_at = result.steps;
+  } else if (unreached) {
+    // A state these settings would not have reached (a success or a detector verdict comes
+    // first): trained from the start, and the file is left as it is.
+    state = nullptr;
+  }
+  const auto save = [&] {
+    result.seconds = earlier_seconds + std::chrono::duration<double>(
+                                           std::chrono::steady_clock::now() - started).count();
+    write_state(*state, model, optimizer, pass_rng, static_cast<int64_t>(cursor), result, device);
+    saved_at = result.steps;
+  };
   const bool pinned = device.is_cuda();
   // The training losses since the last evaluation stay on the device; they are read once, at
   // the next evaluation (no host synchronisation per step). A non-finite one is found there,
@@ -215,16 +408,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
       if (read_window()) result.status = TrialStatus::kCancelled;
       break;
     }
-    if (cursor >= n) {
-      // A new pass over the data, shuffled as a DataLoader with shuffle=True would.
-      std::iota(order.begin(), order.end(), int64_t{0});
-      rng.shuffle(order.begin(), order.end());
-      if (data.ascending)
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          return data.train.length(a) < data.train.length(b);
-        });
-      cursor = 0;
-    }
+    if (cursor >= n) new_pass();
     const size_t count = std::min<size_t>(settings.batch_size, n - cursor);
     Batch batch = make_batch(data.train, order.data() + cursor, count, data.pad, pinned);
     cursor += count;
@@ -262,10 +446,22 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
         result.stopped_by = to_string(verdict);
         break;  // status stays failed
       }
+      if (state && state->every > 0 && result.steps - saved_at >= state->every) save();
     }
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (state) {
+    if (result.status == TrialStatus::kFailed &&
+        (state->keep_final || (state->keep_stopped && result.stalled))) {
+      if (saved_at != result.steps) save();
+    } else if (result.status != TrialStatus::kCancelled) {
+      // Succeeded or diverged (nothing to go on from), or a failure not kept. A cancelled
+      // training keeps its last state: a rerun resumes there.
+      std::error_code ignored;
+      std::filesystem::remove(state->path, ignored);
+    }
+  }
+  result.seconds = earlier_seconds + std::chrono::duration<double>(
+                                         std::chrono::steady_clock::now() - started).count();
   return result;
 }
 

@@ -26,13 +26,30 @@ struct TrainData {
   bool ascending = false;  // batches in ascending length within each pass
 };
 
+// Where a training keeps its state: the parameters and buffers, Adam's moments, the data
+// order's generator and position, torch's default generators and the history so far, one
+// LibTorch archive written to a temporary file and renamed. A training given a state file goes
+// on from it when it holds an earlier point of the same trajectory (TrialSpec::trajectory_key)
+// that its own settings would have reached (no success, no detector verdict before it): a
+// killed run resumes from its last save, and a longer step limit or the detector off goes on
+// from where a shorter or stopped run ended. The result is the same, value for value, as a
+// training run in one go. The file is removed when the training succeeds or diverges; a failed
+// one leaves its final state when keep_final says so.
+struct StateFile {
+  std::string path;
+  std::string trajectory;   // TrialSpec::trajectory_key(): checked before going on
+  int64_t every = 0;        // save at the first evaluation at least this many steps after the last (0: never mid-run)
+  bool keep_final = false;  // a failed training leaves its final state
+  bool keep_stopped = false;  // one the failure detector stopped does
+};
+
 // Adam (betas 0.9/0.999, eps 1e-8, no weight decay), batches walking the training set in
 // shuffled passes, evaluation every eval_every steps and at the last step, early stop when
 // the validation loss drops below epsilon, a non-finite training loss ends the run as
 // diverged. The data order is seeded from `seed`; the caller seeds initialisation.
 TrialResult train_model(SequenceModel& model, const TrainData& data, const TrainSettings& settings,
                         double lr, uint64_t seed, torch::Device device,
-                        TrainObserver* observer = nullptr);
+                        TrainObserver* observer = nullptr, const StateFile* state = nullptr);
 
 // The failure detector of TrainSettings (its rules are described there): whether a run
 // should stop as failed after the evaluation that ends `history`, whose best validation loss

@@ -127,6 +127,11 @@ YAML::Node TrialSpec::to_yaml() const {
   node["device"] = device;
   for (const auto& p : plugin_path) node["plugin_path"].push_back(p);
   if (!checkpoint_dir.empty()) node["checkpoint_dir"] = checkpoint_dir;
+  if (!state_dir.empty()) {
+    node["state_dir"] = state_dir;
+    node["state_every"] = state_every;
+    node["keep_states"] = keep_states;
+  }
   return node;
 }
 
@@ -159,10 +164,23 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
   spec.plugin_versions = node["plugins"].as<std::string>();
   if (node["measurements"]) spec.measurements = YamlMap(node["measurements"]);
   if (node["checkpoint_dir"]) spec.checkpoint_dir = node["checkpoint_dir"].as<std::string>();
+  if (node["state_dir"]) {
+    spec.state_dir = node["state_dir"].as<std::string>();
+    spec.state_every = node["state_every"].as<int64_t>();
+    spec.keep_states = node["keep_states"].as<std::string>();
+  }
   return spec;
 }
 
 std::string TrialSpec::key() const { return content_key(yaml::flow(identity())); }
+
+std::string TrialSpec::trajectory_key() const {
+  TrialSpec path = *this;
+  path.training.max_steps = 0;
+  path.training.stall_window = 0;  // to_yaml leaves out every detector setting then
+  path.measurements = YamlMap();
+  return content_key(yaml::flow(path.identity()));
+}
 
 const char* to_string(TrialStatus status) {
   switch (status) {
@@ -227,6 +245,7 @@ YAML::Node TrialResult::to_yaml() const {
   node["steps"] = steps;
   node["best_loss"] = exact(best_loss);
   node["seconds"] = exact(seconds);
+  if (resumed_at > 0) node["resumed_at"] = resumed_at;
   node["validated_on_training"] = validated_on_training;
   if (stalled) node["stalled"] = true;
   if (!stopped_by.empty()) node["stopped_by"] = stopped_by;
@@ -257,6 +276,7 @@ TrialResult TrialResult::from_yaml(const YAML::Node& node) {
   r.steps = node["steps"].as<int64_t>();
   r.best_loss = node["best_loss"].as<double>();
   r.seconds = node["seconds"].as<double>();
+  r.resumed_at = node["resumed_at"].as<int64_t>(0);
   r.validated_on_training = node["validated_on_training"].as<bool>();
   r.stalled = node["stalled"] && node["stalled"].as<bool>();
   r.stopped_by = node["stopped_by"].as<std::string>(r.stalled ? "stalled" : "");

@@ -69,12 +69,21 @@ struct TrialSpec {
   // Where to save the trained model (checkpoint_path), for studies that read trained models
   // again; empty: not saved. A path, so not part of the key.
   std::string checkpoint_dir;
+  // Where the training keeps its state to go on from (run.state_every, run.keep_states;
+  // docs/store.md): DIR/<trajectory key>.pt. Empty: no state. Paths and policies, not in the key.
+  std::string state_dir;
+  int64_t state_every = 0;     // save at the first evaluation at least this many steps after the last
+  std::string keep_states;     // a failed training's final state: "stopped" (by the detector), "failed", "none"
 
   YAML::Node to_yaml() const;
   static TrialSpec from_yaml(const YAML::Node& node);
   // The store key: a hash of everything that decides the result (not device or paths).
   std::string key() const;
   YAML::Node identity() const;
+  // What decides the training's path step by step: the identity without the step limit, the
+  // failure detector and the measurements. Trials of one trajectory differ only in where they
+  // stop, so one can go on from another's saved state (train/trainer.hpp, StateFile).
+  std::string trajectory_key() const;
   // "lr=0.001 seed=10": the configuration of the grid, as progress lines and tables name it.
   std::string configuration() const;
 };
@@ -114,7 +123,8 @@ struct TrialResult {
   bool stalled = false;                // failed early: the failure detector stopped it
   std::string stopped_by;              // with stalled: the rule (stalled, memorised, plateau)
   double chance_loss = 0;              // the cell's chance loss (the detector's plateau)
-  double seconds = 0;
+  double seconds = 0;    // of training, over every part when it went on from a saved state
+  int64_t resumed_at = 0;  // the step of the saved state it went on from (StateFile); 0: from the start
   std::vector<EvalPoint> history;
   YamlMap measurements;  // name -> result, one per TrialSpec::measurements
   std::string error;

@@ -2,6 +2,8 @@
 // every platform (std:: distributions are implementation-defined, so none are used).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -65,6 +67,12 @@ class Rng {
       }
     }
     return static_cast<uint64_t>(m >> 64);
+  }
+
+  // The generator's whole state, to save it and to go on from it later (training states).
+  std::array<uint64_t, 4> state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const std::array<uint64_t, 4>& state) {
+    for (size_t i = 0; i < 4; ++i) s_[i] = state[i];
   }
 
   // Fisher-Yates shuffle of [first, last).

@@ -410,3 +410,106 @@ BOOST_AUTO_TEST_CASE(cot_generalization_decodes_greedily) {
   BOOST_TEST(bad[0].final_accuracy < 0.47);
   BOOST_TEST(std::abs(normalized_accuracy(bad[0].final_accuracy, 3)) < 0.2);
 }
+
+namespace {
+
+// Stops a training (as a stop signal does) after the evaluation at or past `at`.
+struct StopAfter : TrainObserver {
+  explicit StopAfter(int64_t at) : at(at) {}
+  void on_eval(const EvalPoint& point, double) override { last = point.step; }
+  bool should_stop() override { return last >= at; }
+  int64_t at, last = 0;
+};
+
+void require_same_run(const TrialResult& a, const TrialResult& b) {
+  BOOST_TEST(to_string(a.status) == to_string(b.status));
+  BOOST_TEST(a.steps == b.steps);
+  BOOST_TEST(a.best_loss == b.best_loss);
+  BOOST_TEST(a.last.loss == b.last.loss);
+  BOOST_REQUIRE(a.history.size() == b.history.size());
+  for (size_t i = 0; i < a.history.size(); ++i) {
+    BOOST_TEST(a.history[i].step == b.history[i].step);
+    BOOST_TEST(a.history[i].train_loss == b.history[i].train_loss, "step " << a.history[i].step);
+    BOOST_TEST(a.history[i].val_loss == b.history[i].val_loss, "step " << a.history[i].step);
+  }
+}
+
+}  // namespace
+
+// A training killed mid-run goes on from its last saved state to the same result, value for
+// value, as one run in one go: the LSTM, and GPT-2 with dropout (torch's generator is saved).
+BOOST_AUTO_TEST_CASE(a_killed_training_resumes_from_its_state_as_if_never_stopped) {
+  for (const std::string model : {"{name: lstm, hidden: 32}",
+                                  "{name: gpt2, layers: 2, d_model: 32, heads: 4, d_ff: 64, dropout: 0.1}"}) {
+    BOOST_TEST_MESSAGE(model);
+    TrialSpec spec = parity_trial(6, 40, 32, 1e-3, 300);  // 40 examples: passes of 64, 40 ... reshuffled mid-run
+    spec.cell.model = YAML::Load(model);
+    spec.training.batch_size = 16;
+    const TrialResult whole = run_trial(spec, test::plugins());
+    BOOST_REQUIRE(whole.steps > 175);
+
+    spec.state_dir = test::temp_dir("states");
+    spec.state_every = 50;
+    spec.keep_states = "none";
+    const std::string file = spec.state_dir + "/" + spec.trajectory_key() + ".pt";
+    StopAfter stop(175);  // saved at 50, 100 and 150; stopped at 175
+    const TrialResult cut = run_trial(spec, test::plugins(), &stop);
+    BOOST_TEST(to_string(cut.status) == std::string("cancelled"));
+    BOOST_REQUIRE(std::filesystem::exists(file));
+
+    const TrialResult resumed = run_trial(spec, test::plugins());
+    BOOST_TEST(resumed.resumed_at == 150);
+    require_same_run(resumed, whole);
+    BOOST_TEST(!std::filesystem::exists(file), "a finished training's state is removed");
+    test::run_command("rm -rf '" + spec.state_dir + "'");
+  }
+}
+
+// A failed training's final state lets a longer step limit go on from it (the same trajectory:
+// the limit is not part of it); a detector that would have stopped the run before that state
+// trains from the start and leaves the state alone.
+BOOST_AUTO_TEST_CASE(a_longer_limit_goes_on_from_where_a_shorter_one_failed) {
+  TrialSpec spec = parity_trial(6, 40, 32, 1e-4, 300);  // lr 1e-4: no success within 300 steps
+  spec.training.batch_size = 16;
+  const TrialResult whole = run_trial(spec, test::plugins());
+  BOOST_REQUIRE(to_string(whole.status) == std::string("failed"));
+
+  TrialSpec shorter = spec;
+  shorter.training.max_steps = 125;
+  shorter.state_dir = test::temp_dir("extend");
+  shorter.state_every = 0;
+  shorter.keep_states = "failed";
+  BOOST_TEST(shorter.trajectory_key() == spec.trajectory_key());
+  BOOST_TEST(shorter.key() != spec.key());
+  const TrialResult first = run_trial(shorter, test::plugins());
+  BOOST_TEST(first.steps == 125);
+  const std::string file = shorter.state_dir + "/" + spec.trajectory_key() + ".pt";
+  BOOST_REQUIRE(std::filesystem::exists(file));
+
+  // A detector that stops the run at step 50 (still on its plateau, or no 99% improvement over
+  // 25 steps) would not have reached step 125: trained from the start, the state kept.
+  TrialSpec judged = spec;
+  judged.state_dir = shorter.state_dir;
+  judged.keep_states = "stopped";
+  judged.training.stall_window = 25;
+  judged.training.stall_improvement = 0.99;
+  judged.training.plateau_patience = 50;
+  TrialSpec judged_alone = judged;
+  judged_alone.state_dir.clear();
+  const TrialResult fresh = run_trial(judged_alone, test::plugins());
+  BOOST_REQUIRE(fresh.stalled);
+  BOOST_REQUIRE(fresh.steps == 50);
+  const TrialResult not_resumed = run_trial(judged, test::plugins());
+  BOOST_TEST(not_resumed.resumed_at == 0);
+  require_same_run(not_resumed, fresh);
+  BOOST_TEST(std::filesystem::exists(file));
+
+  TrialSpec longer = spec;
+  longer.state_dir = shorter.state_dir;
+  longer.keep_states = "failed";
+  const TrialResult extended = run_trial(longer, test::plugins());
+  BOOST_TEST(extended.resumed_at == 125);
+  require_same_run(extended, whole);
+  BOOST_TEST(std::filesystem::exists(file), "kept again: its own final state, at step 300");
+  test::run_command("rm -rf '" + shorter.state_dir + "'");
+}
