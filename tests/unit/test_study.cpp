@@ -679,3 +679,50 @@ probe: {multiples: [1, 2], samples: 200}
   BOOST_TEST(probes().size() == 3u);
   BOOST_TEST(probes()[2].value["best_loss"].as<double>() == value["best_loss"].as<double>());
 }
+
+// A study's trainings keep their states in OUT/states/: a configuration the failure detector
+// stopped leaves its state (run.keep_states: stopped), and the same configuration without the
+// detector (as search.certify runs it) goes on from there to the result of a run from the start.
+BOOST_AUTO_TEST_CASE(without_the_detector_a_stopped_training_goes_on_from_its_state) {
+  const std::string text = R"(study: train
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 16}
+data: {format: acot, distribution: uniform, L: 6, N: 40}
+training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50,
+           stall_window: 100, plateau_patience: 100}
+)";
+  std::string off = text;  // the same study without the detector
+  off.replace(off.find(",\n           stall_window"), std::string(",\n           stall_window: 100, plateau_patience: 100").size(), "");
+  InProcessRunner runner(test::plugins());
+  auto only_trial = [](const Run& run) {
+    const auto all = run.store->all();
+    BOOST_REQUIRE_EQUAL(all.size(), 1u);
+    return all.front();
+  };
+  Run fresh(off, "states_fresh");
+  BOOST_TEST(fresh.go(runner) == 0, fresh.log.str());
+  const TrialResult whole = only_trial(fresh).result;
+  BOOST_TEST(whole.resumed_at == 0);
+  BOOST_TEST((!std::filesystem::exists(fresh.dir + "/states") ||
+              std::filesystem::is_empty(fresh.dir + "/states")));
+
+  Run run(text, "states");
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  const TrialResult stopped = only_trial(run).result;
+  BOOST_REQUIRE(stopped.stalled);
+  BOOST_REQUIRE(stopped.steps < whole.steps);
+  BOOST_REQUIRE_EQUAL(std::distance(std::filesystem::directory_iterator(run.dir + "/states"),
+                                    std::filesystem::directory_iterator()), 1);
+  run.config = read_study_text(off, "study.yaml");
+  run.cells = prepare_study(run.config, test::plugins());
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  TrialResult extended;
+  for (const auto& t : run.store->all())
+    if (!t.result.stalled) extended = t.result;
+  BOOST_TEST(extended.resumed_at == stopped.steps);
+  BOOST_TEST(extended.steps == whole.steps);
+  BOOST_TEST(extended.best_loss == whole.best_loss);
+  BOOST_REQUIRE_EQUAL(extended.history.size(), whole.history.size());
+  for (size_t i = 0; i < whole.history.size(); ++i)
+    BOOST_TEST(extended.history[i].val_loss == whole.history[i].val_loss);
+}
