@@ -15,7 +15,8 @@ rules=${*:---window 60000 --improvement 0.1 --fraction 0.5 --projection 0 --marg
 # Cheapest first, so that an interrupted run has the most configurations.
 studies=${STUDIES:-"gt_parity_outcome_fixed_l5 gt_z3_outcome_fixed_l5 gt_z5_outcome_fixed_l5
 gt_gpt2_cot_parity_uniform_l10 gt_parity_outcome_fixed_l10 gt_parity_outcome_l10_uniform_s2l
-gt_acot_z5_uniform_l10 gt_parity_outcome_l20 gt_long_parity_outcome_fixed_l5 gt_long_z3_outcome_fixed_l5 gt_long_z3_outcome_fixed_l5_n98"}
+gt_acot_z5_uniform_l10 gt_parity_outcome_l20 gt_long_parity_outcome_fixed_l5 gt_long_parity_outcome_fixed_l5_n26
+gt_long_z3_outcome_fixed_l5 gt_long_z3_outcome_fixed_l5_n98"}
 for s in $studies; do
   if [ ! -f "$out/$s/results.sqlite" ] && [ -f "$here/results/$s.sqlite.gz" ]; then
     mkdir -p "$out/$s"
