@@ -232,13 +232,16 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     for (const auto& t : store.all())
       finished += t.result.finished();
     const std::string in_flight =
-        e.at_once() ? "stopped at once by a second signal, trials in flight lost"
+        e.at_once() ? "stopped at once by a second signal, trials in flight not recorded"
                     : "no new trials started, " + std::to_string(e.cancelled()) +
                           " in flight cancelled and recorded as cancelled";
     progress.log("induct: " + std::string(e.what()) + " after " +
                  induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
                  std::to_string(finished) + " finished trial(s) stored in " + store.file().string() +
-                 "; the same command resumes without retraining them");
+                 "; the same command resumes without retraining them" +
+                 (config.run.state_every > 0
+                      ? ", and trainings that were in flight go on from their last saved state"
+                      : std::string()));
     status.set_state(e.what());
     return 128 + e.signal();
   }
