@@ -19,6 +19,9 @@
 #include "util/process.hpp"
 #include "exec/signals.hpp"
 #include "exec/status.hpp"
+#include "exec/pool.hpp"
+#include "study/progress.hpp"
+#include <cmath>
 #include <torch/version.h>
 
 namespace po = boost::program_options;
@@ -33,8 +36,9 @@ Measure how much data sequence models need to learn state tracking.
 commands:
   run STUDY.yaml [--set key.path=value]... [--out DIR]
                       run a study; rerunning resumes it (stored trials are not rerun)
-  validate STUDY.yaml [--set key.path=value]...
-                      check a study and print the cells it would run
+  validate STUDY.yaml [--set key.path=value]... [--time]
+                      check a study and print the cells it would run; --time measures each
+                      cell's training steps per second and projects the cost of its failures
   report DIR          write the paper's tables and figures from DIR/results.sqlite
   status DIR          what the study writing DIR has done and is doing (also from another
                       machine: it reads DIR/status.yaml, not the store)
@@ -57,6 +61,7 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   options.add_options()("study", po::value<std::string>(), "study file")(
       "set", po::value<std::vector<std::string>>()->composing(), "override key.path=value")(
       "out", po::value<std::string>(), "output folder (default runs/<study name>)")(
+      "time", "validate: train a few steps of each cell here and project what its failing search step costs")(
       "help", "help for this command");
   po::positional_options_description positional;
   positional.add("study", 1);
@@ -147,8 +152,45 @@ std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
       << config.training.max_steps << " steps (" << induct::format_count(trainings * config.training.max_steps)
       << " optimisation steps)";
   if (steps_per_cell > 1)
-    out << "; a search stops a step at its first success and usually needs far fewer steps";
+    out << "; a search stops a step at its first success and usually needs far fewer steps, but"
+        << " a failure is proven only by running all " << grid << " configurations to max_steps,"
+        << " and every cell whose N* is above 1 has one such step (the largest failure below N*, or"
+        << " N_max when not learned): at least " << induct::format_count(cells * grid * config.training.max_steps)
+        << " optimisation steps to prove the study's N*";
   return out.str();
+}
+
+// validate --time: each cell's measured step rate, and what one failing search step (every
+// configuration to max_steps, on the run's workers) costs at that rate.
+void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry& registry,
+                const std::vector<induct::PreparedCell>& cells) {
+  induct::configure_process(config.run.threads);
+  const size_t grid = config.learning_rates.size() * config.seeds.size();
+  const int workers = induct::default_pool_settings(config.run.workers, config.run.threads,
+                                                    config.run.blas_threads, grid, config.run.device,
+                                                    config.run.device == "cpu" ? 0 : 1)
+                          .workers;
+  const double failing = static_cast<double>(grid) * static_cast<double>(config.training.max_steps);
+  std::cout << "time: one configuration of each cell trained here, alone, with " << config.run.threads
+            << " thread(s) (a worker beside others may be slower); a failing step is " << grid
+            << " x " << config.training.max_steps << " steps on " << workers << " worker(s)\n";
+  double total = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const induct::StepRate measured = induct::measure_step_rate(config, cells[i], registry);
+    const double rate = measured.per_second;
+    std::cout << "  " << i + 1 << ". " << cells[i].label << " at N = " << measured.n << ": ";
+    if (!std::isfinite(rate)) {
+      std::cout << "not timed (its first configuration stops at once)\n";
+      continue;
+    }
+    const double seconds = failing / (rate * std::min<double>(workers, static_cast<double>(grid)));
+    total += seconds;
+    std::cout << induct::format_number(rate, rate >= 1000 ? 4 : 3) << " steps/s; a failing step "
+              << induct::format_duration(seconds) << "\n" << std::flush;
+  }
+  std::cout << "  all cells: one failing step each, " << induct::format_duration(total)
+            << " (what proving the N* of an nstar study takes at least, at these rates; a failure"
+               " at an N below 64 trains on smaller batches, faster)\n";
 }
 
 // A study read and checked against its plugins, every cell prepared.
@@ -187,6 +229,7 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
     }
   }
   std::cout << "work: " << work_estimate(config, cells.size()) << "\n";
+  if (vm.count("time")) time_cells(config, *registry, cells);
   YAML::Emitter resolved;
   resolved << resolved_study(config);
   std::cout << "\nresolved configuration:\n" << resolved.c_str() << "\n";
@@ -197,6 +240,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
   // Every cell is checked before anything trains.
   auto [config, registry, cells] = load_and_prepare(args, "run", global, vm);
+  if (vm.count("time")) throw po::error("--time is an option of validate, not of run");
 
   const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
                                            : fs::path("runs") / config.name;

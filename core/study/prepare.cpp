@@ -1,5 +1,6 @@
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -139,9 +140,8 @@ std::string cell_context(const StudyConfig& study, size_t index, size_t count,
          " " + label;
 }
 
-TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
+TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
                      uint64_t seed) {
-  const StudyConfig& study = run.config;
   TrialSpec trial;
   trial.cell = cell.cell;
   trial.n = n;
@@ -152,9 +152,15 @@ TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, 
   trial.device = study.run.device;
   trial.plugin_path = plugin_search_path(study.run.plugin_path);
   trial.plugin_versions = cell.plugin_versions;
+  return trial;
+}
+
+TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
+                     uint64_t seed) {
+  TrialSpec trial = make_trial(run.config, cell, n, lr, seed);
   trial.state_dir = std::filesystem::absolute(run.out_dir / "states").string();
-  trial.state_every = study.run.state_every;
-  trial.keep_states = study.run.keep_states;
+  trial.state_every = run.config.run.state_every;
+  trial.keep_states = run.config.run.keep_states;
   return trial;
 }
 
@@ -168,6 +174,28 @@ std::string describe_cell(const PreparedCell& p) {
       << " sequences, validation " << p.plan.validation_size << ", N_max " << p.plan.n_max;
   if (p.n > 0) out << "; trains at N = " << p.n;  // kinds that read N: cells may differ in N alone
   return out.str();
+}
+
+StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,
+                           const PluginRegistry& registry) {
+  const uint64_t n = std::max<uint64_t>(std::min<uint64_t>(cell.n > 0 ? cell.n : cell.plan.n_max, 640), 1);
+  TrialSpec trial = make_trial(study, cell, n, study.learning_rates.front(),
+                               study.seeds.front());
+  trial.training.stall_window = 0;
+  trial.training.epsilon = 0;  // never stops as a success
+  auto run = [&](int64_t steps) {
+    trial.training.max_steps = steps;
+    trial.training.eval_every = steps;
+    return run_trial(trial, registry);
+  };
+  const TrialResult first = run(5);
+  const double per_step = first.seconds / static_cast<double>(std::max<int64_t>(first.steps, 1));
+  // The second run about 2 seconds longer.
+  const auto more = static_cast<int64_t>(std::clamp(2.0 / std::max(per_step, 1e-6), 10.0, 400.0));
+  const TrialResult second = run(5 + more);
+  const double seconds = second.seconds - first.seconds;
+  if (second.steps <= first.steps || !(seconds > 0)) return {n, std::nan("")};
+  return {n, static_cast<double>(second.steps - first.steps) / seconds};
 }
 
 }  // namespace induct

@@ -77,6 +77,9 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
     ++done;
     step.results[pending_index[i]] = result;
     run.store.put(config.name, pending[i], result);
+    // Cancelled by the first success (a stop signal's cancellations never come here): its N
+    // is decided, so its training state would never be used.
+    if (result.status == TrialStatus::kCancelled) pending[i].discard_state();
     if (result.status != TrialStatus::kCancelled || result.steps > 0) {
       ++step.trained;
       step.optimisation_steps += result.steps;

@@ -200,6 +200,9 @@ class Searches final : public TrialSource {
     --step.running;
     --s.running;
     run_.store.put(config_.name, slot.trial, result);
+    // Cancelled by a success of its step (a stop signal's cancellations never come here): its N
+    // is decided, so its training state would never be used.
+    if (result.status == TrialStatus::kCancelled) slot.trial.discard_state();
     if (result.status != TrialStatus::kCancelled || result.steps > 0) ++s.record.trained;
     s.record.optimisation_steps += result.steps;
     std::vector<size_t> cancel;

@@ -69,6 +69,18 @@ std::string cell_context(const StudyConfig& study, size_t index, size_t count,
 
 std::string describe_cell(const PreparedCell& cell);
 
+// Optimisation steps per second of one configuration of the cell trained here, as a worker
+// trains it (at N = min(N, 640), so at full batches where N_max allows; the first learning
+// rate and seed; this process's threads): the difference of two short runs, so that building
+// the data and the final evaluation cancel out (Short-to-Long at that N trains on its shortest
+// sequences). NaN when the runs give no difference (a configuration that diverges at once).
+struct StepRate {
+  uint64_t n = 0;      // the training-set size it was measured at
+  double per_second = 0;
+};
+StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,
+                           const PluginRegistry& registry);
+
 struct StudyRun {
   const StudyConfig& config;
   const PluginRegistry& registry;
@@ -79,8 +91,10 @@ struct StudyRun {
   std::ostream& out;
 };
 
-// One configuration of a cell at size n, as this run trains it (its training state in
-// OUT/states/, run.state_every).
+// One configuration of a cell at size n; with the run, as the run trains it (its training
+// state in OUT/states/, run.state_every).
+TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
+                     uint64_t seed);
 TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
                      uint64_t seed);
 

@@ -208,7 +208,7 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
   StateFile state;
   if (!spec.state_dir.empty()) {
-    state.path = (std::filesystem::path(spec.state_dir) / (spec.trajectory_key() + ".pt")).string();
+    state.path = spec.state_path();
     state.trajectory = spec.trajectory_key();
     state.every = spec.state_every;
     state.keep_final = spec.keep_states == "failed";

@@ -1,6 +1,7 @@
 #include "train/trial.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <limits>
 #include <stdexcept>
@@ -180,6 +181,15 @@ std::string TrialSpec::trajectory_key() const {
   path.training.stall_window = 0;  // to_yaml leaves out every detector setting then
   path.measurements = YamlMap();
   return content_key(yaml::flow(path.identity()));
+}
+
+std::string TrialSpec::state_path() const {
+  return state_dir.empty() ? std::string() : state_dir + "/" + trajectory_key() + ".pt";
+}
+
+void TrialSpec::discard_state() const {
+  std::error_code ignored;
+  if (!state_dir.empty()) std::filesystem::remove(state_path(), ignored);
 }
 
 const char* to_string(TrialStatus status) {

@@ -84,6 +84,10 @@ struct TrialSpec {
   // failure detector and the measurements. Trials of one trajectory differ only in where they
   // stop, so one can go on from another's saved state (train/trainer.hpp, StateFile).
   std::string trajectory_key() const;
+  // state_dir/<trajectory key>.pt ("" without a state_dir), and its removal: for a training
+  // cancelled because another configuration decided its step, which nothing will run again.
+  std::string state_path() const;
+  void discard_state() const;
   // "lr=0.001 seed=10": the configuration of the grid, as progress lines and tables name it.
   std::string configuration() const;
 };
