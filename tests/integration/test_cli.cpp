@@ -72,6 +72,23 @@ BOOST_AUTO_TEST_CASE(validate_prints_the_cell) {
   BOOST_TEST(r.output.find("at most 4 trainings of at most 60 steps") != std::string::npos, r.output);
 }
 
+// --time trains each cell a few steps and projects its failing step from the measured rate;
+// run refuses it (it is validate's).
+BOOST_AUTO_TEST_CASE(validate_time_projects_a_failing_step_from_the_measured_rate) {
+  CommandResult r = run_command(kInduct + " validate " + kTiny + " --time");
+  BOOST_TEST(r.exit_code == 0, r.output);
+  const std::string marker = "at N = 40: ";
+  const size_t at = r.output.find(marker);
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, r.output);
+  const double rate = std::stod(r.output.substr(at + marker.size()));
+  BOOST_TEST(rate > 1.0, r.output);  // a tiny LSTM trains hundreds of steps a second
+  BOOST_TEST(r.output.find("steps/s; a failing step ") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("a failing step is 4 x 60 steps on") != std::string::npos, r.output);
+  CommandResult run = run_command(kInduct + " run " + kTiny + " --time --out " + temp_dir("cli_time"));
+  BOOST_TEST(run.exit_code == 2, run.output);
+  BOOST_TEST(run.output.find("--time is an option of validate") != std::string::npos, run.output);
+}
+
 BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   std::string dir = temp_dir("run");
   CommandResult first = run_command(kInduct + " run " + kTiny + " --out " + dir);
