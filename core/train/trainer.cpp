@@ -225,17 +225,20 @@ void set_generator_state(torch::Device device, const torch::Tensor& state) {
   generator.set_state(state);
 }
 
-// Whether a training with these settings would have reached the end of `history` (no success,
-// no detector verdict before its last point), so that it may go on from there.
+// Whether a training with these settings would have gone on past the end of `history`, with
+// the same evaluations (no success, no verdict of its own detector at any of them, the last at
+// one of its own evaluation steps), so that it may go on from there as if run from the start.
 bool reaches(const std::vector<EvalPoint>& history, double chance, const TrainSettings& settings) {
+  const int64_t last = history.back().step;
+  if (last > settings.max_steps || (last % settings.eval_every != 0 && last != settings.max_steps))
+    return false;
   std::vector<EvalPoint> prefix;
   double best = std::numeric_limits<double>::infinity();
   for (const EvalPoint& p : history) {
-    if (p.step > settings.max_steps || !std::isfinite(p.val_loss)) return false;
+    if (!std::isfinite(p.val_loss) || p.val_loss < settings.epsilon) return false;
     prefix.push_back(p);
     best = std::min(best, p.val_loss);
-    if (p.val_loss < settings.epsilon) return false;
-    if (&p != &history.back() && failure_verdict(prefix, best, chance, settings) != Verdict::kGoOn)
+    if (p.step < settings.max_steps && failure_verdict(prefix, best, chance, settings) != Verdict::kGoOn)
       return false;
   }
   return true;
@@ -252,7 +255,7 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
   SavedState state;
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(file.path);
+    archive.load_from(file.path, device);
     if (read_text(archive, "trajectory") != file.trajectory) return std::nullopt;
     state.result = TrialResult::from_yaml(YAML::Load(read_text(archive, "result")));
     if (state.result.steps <= 0 || state.result.history.empty() ||
@@ -265,7 +268,6 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
     torch::serialize::InputArchive weights;
     archive.read("model", weights);
     model.load(weights);
-    model.to(device);
     state.exp_avg = read_tensor(archive, "exp_avg");
     state.exp_avg_sq = read_tensor(archive, "exp_avg_sq");
     state.adam_steps = read_tensor(archive, "adam_steps").item<int64_t>();

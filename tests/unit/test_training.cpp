@@ -512,4 +512,14 @@ BOOST_AUTO_TEST_CASE(a_longer_limit_goes_on_from_where_a_shorter_one_failed) {
   require_same_run(extended, whole);
   BOOST_TEST(std::filesystem::exists(file), "kept again: its own final state, at step 300");
   test::run_command("rm -rf '" + shorter.state_dir + "'");
+
+  // Ended at step 130, between two evaluations of the longer run (every 25 steps): going on
+  // from there would add an evaluation a run from the start does not have, so it starts over.
+  shorter.training.max_steps = 130;
+  BOOST_TEST(run_trial(shorter, test::plugins()).steps == 130);
+  BOOST_REQUIRE(std::filesystem::exists(file));
+  const TrialResult restarted = run_trial(longer, test::plugins());
+  BOOST_TEST(restarted.resumed_at == 0);
+  require_same_run(restarted, whole);
+  test::run_command("rm -rf '" + shorter.state_dir + "'");
 }
