@@ -359,6 +359,12 @@ class Searches final : public TrialSource {
 
   void finish(CellSearch& s) {
     s.reported = true;
+    // A certified search has used the states its detector's stops left (run.keep_states):
+    // nothing of it goes on from them any more. Without certify they stay, for a later run
+    // with search.certify to go on from.
+    if (search_.certify && s.record.complete)
+      for (const auto& step : s.steps)
+        for (const Slot& slot : step->slots) slot.trial.discard_state();
     if (!s.record.stored && s.record.complete) {
       // N_max = 0 (nothing to train on): not learned, without a step.
       const SearchOutcome outcome = s.machine ? s.machine->outcome() : SearchOutcome{};
