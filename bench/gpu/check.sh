@@ -9,7 +9,8 @@
 # LibTorch (or $TORCH_DIR), builds with every core, runs ctest, the training-step benchmark on
 # the GPU (LSTM 256, GPT-2 6L, Mamba at paper sizes; each with the loss read every 100 steps
 # and after every step), and the quickstart with run.device=cuda. Every log goes to OUT:
-# build.log, ctest.log, bench_cuda.txt, quickstart.log, quickstart_trials.csv, summary.txt.
+# build.log, ctest.log, bench_cuda.txt, block_time.txt (`induct validate --time` on the block
+# of docs/performance.md section 6), quickstart.log, quickstart_trials.csv, summary.txt.
 # DEVICE=cpu runs the same steps on the CPU (to try the script on a machine without a GPU).
 set -uo pipefail
 out=${1:?usage: bench/gpu/check.sh OUT}
@@ -62,6 +63,13 @@ export INDUCT_PLUGIN_PATH="$build/lib/induct/plugins"
 } > "$out/bench_cuda.txt"
 note "bench: at $(elapsed)"
 cat "$out/bench_cuda.txt" | tee -a "$summary"
+
+# The block of docs/performance.md section 6 (issue: its cost on 2 cores is days): each cell's
+# step rate on this device and the projected time of a failing search step.
+timeout 300 "$build/bin/induct" validate bench/block/lstm256_parity_outcome.yaml --time \
+  --set run.device="$device" 2>&1 | sed -n '/^time:/,/all cells/p' > "$out/block_time.txt"
+note "block --time: at $(elapsed)"
+tee -a "$summary" < "$out/block_time.txt"
 
 timeout 240 "$build/bin/induct" run configs/quickstart.yaml --set run.device="$device" \
   --out /tmp/induct-quickstart-gpu > "$out/quickstart.log" 2>&1
