@@ -64,7 +64,7 @@ export INDUCT_PLUGIN_PATH="$build/lib/induct/plugins"
 note "bench: at $(elapsed)"
 cat "$out/bench_cuda.txt" | tee -a "$summary"
 
-# The block of docs/performance.md section 6 (issue: its cost on 2 cores is days): each cell's
+# The block of docs/performance.md section 6 (days on 2 cores): each cell's
 # step rate on this device and the projected time of a failing search step.
 timeout 300 "$build/bin/induct" validate bench/block/lstm256_parity_outcome.yaml --time \
   --set run.device="$device" 2>&1 | sed -n '/^time:/,/all cells/p' > "$out/block_time.txt"
