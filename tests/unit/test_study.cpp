@@ -142,6 +142,9 @@ class PairRunner final : public TrialRunner {
         auto job = source.next();
         if (!job) break;
         ++trained;
+        // As a worker that has saved a training state does.
+        std::filesystem::create_directories(job->trial->state_dir);
+        std::ofstream(job->trial->state_path()) << "state";
         // Failures take 3 rounds, successes 2: the one beside a success is still running.
         const bool ok = succeeds(*job->trial);
         running.push_back({*job, ok ? 2 : 3});
@@ -192,6 +195,9 @@ class DetectorRunner final : public TrialRunner {
       const TrialSpec& trial = *job->trial;
       const bool detector = trial.training.stall_window > 0;
       ++(detector ? trained : trained_without);
+      // As a worker that kept the state of a training its detector stopped does.
+      std::filesystem::create_directories(trial.state_dir);
+      std::ofstream(trial.state_path()) << "state";
       TrialResult r;
       const bool ok = trial.n >= (detector ? judged_ : truth_);
       r.status = ok ? TrialStatus::kSucceeded : TrialStatus::kFailed;
@@ -278,8 +284,14 @@ BOOST_AUTO_TEST_CASE(searches_share_the_workers_and_a_success_cancels_its_neighb
   // of its steps ran together and the success cancelled the other.
   BOOST_TEST(runner.distinct_pairs > 0u);
   size_t cancelled = 0;
-  for (const auto& t : run.store->all())
+  for (const auto& t : run.store->all()) {
     cancelled += t.result.status == TrialStatus::kCancelled && t.result.steps == 10;
+    // A training cancelled because its step was decided leaves no state; the others keep
+    // theirs (a worker removes them as run.keep_states says).
+    BOOST_REQUIRE(!t.spec.state_dir.empty());
+    BOOST_TEST(std::filesystem::exists(t.spec.state_path()) == (t.result.status != TrialStatus::kCancelled),
+               t.spec.configuration() << " N=" << t.spec.n << " " << to_string(t.result.status));
+  }
   BOOST_TEST(cancelled > 0u);
   // Nothing is left to train on a rerun.
   PairRunner again(thresholds);
@@ -374,6 +386,8 @@ BOOST_AUTO_TEST_CASE(an_uncertified_nstar_is_an_upper_bound_and_says_so) {
   BOOST_TEST(runner.trained_without == 0u);
   BOOST_TEST(run.out.str().find("<=37") != std::string::npos, run.out.str());
   BOOST_TEST(run.log.str().find("N* <= 37") != std::string::npos, run.log.str());
+  // Without certify the detector's states stay, for a later certified run to go on from.
+  BOOST_TEST(!std::filesystem::is_empty(run.dir + "/states"));
   BOOST_TEST(test::run_command("grep -q '<=37' " + run.dir + "/nstar_table.md").exit_code == 0);
   // Not learned at N_max by the detector's verdict.
   Run none(text, "uncertified_none");
@@ -398,6 +412,8 @@ BOOST_AUTO_TEST_CASE(certification_reruns_the_deciding_failures_without_the_dete
   BOOST_TEST(run.out.str().find("<=") == std::string::npos, run.out.str());
   // Only the decisive failures ran without the detector, never the whole search.
   BOOST_TEST(runner.trained_without < runner.trained);
+  // A certified search removes its trainings' states when it ends.
+  BOOST_TEST(std::filesystem::is_empty(run.dir + "/states"));
   // A rerun trains nothing.
   DetectorRunner again(20, 37);
   StudyRun rerun{run.config, test::plugins(), *run.store, again, run.progress, run.dir, run.out};
