@@ -287,6 +287,7 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
 void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& optimizer,
                  const std::array<uint64_t, 4>& pass_rng, int64_t cursor, const TrialResult& result,
                  torch::Device device) {
+  const std::string temporary = file.path + "." + std::to_string(::getpid()) + ".partial";
   try {
     torch::serialize::OutputArchive archive;
     archive.write("trajectory", c10::IValue(file.trajectory));
@@ -302,11 +303,12 @@ void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& op
     archive.write("cpu_generator", generator_state(torch::kCPU));
     if (!device.is_cpu()) archive.write("device_generator", generator_state(device));
     std::filesystem::create_directories(std::filesystem::path(file.path).parent_path());
-    const std::string temporary = file.path + "." + std::to_string(::getpid()) + ".partial";
     archive.save_to(temporary);
     std::filesystem::rename(temporary, file.path);
   } catch (const std::exception& e) {
-    // A state only saves time: the training goes on without it.
+    // A state only saves time: the training goes on without it (and the earlier state, if any).
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
     std::cerr << "induct: could not save the training state " << file.path << ": " << e.what()
               << "\n";
   }
