@@ -1,8 +1,8 @@
 #include "train/trial.hpp"
 
 #include <cmath>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
