@@ -27,6 +27,7 @@
 #include "train/components.hpp"
 #include "train/trainer.hpp"
 #include "util/process.hpp"
+#include "util/text.hpp"
 
 using namespace induct;
 namespace po = boost::program_options;

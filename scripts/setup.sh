@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages induct needs (only those missing), then configures and
-# builds it in ./build. Safe to rerun. Run as root, or as a user with sudo.
+# builds it in ./build. Safe to rerun. Run as root, or as a user with sudo. Arguments are
+# passed to CMake (CI: -DINDUCT_WARNINGS_AS_ERRORS=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ packages=(
   python3-torch         # Debian's PyTorch 1.13: the reference models of bench/reference (tests, benchmarks)
   gnuplot-nox           # figures of `induct report`
   openmpi-bin libopenmpi-dev libboost-mpi-dev  # the MPI runner (mpirun / srun induct run)
+  clang-format          # the source layout (.clang-format) that CI checks
 )
 
 missing=()
@@ -30,5 +32,5 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build build -j "$(nproc)"

@@ -1,6 +1,8 @@
 // Helpers shared by the test binaries.
 #pragma once
 
+#include <boost/test/unit_test.hpp>
+
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -55,6 +57,14 @@ inline CommandResult run_command(const std::string& command) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// A Boost.Test precondition: gnuplot is installed (tests of figures are skipped, not passed,
+// without it).
+inline boost::test_tools::assertion_result has_gnuplot(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result found(run_command("command -v gnuplot").exit_code == 0);
+  found.message() << "gnuplot is not installed";
+  return found;
 }
 
 // A file's contents ("" when it cannot be read).

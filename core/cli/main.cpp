@@ -8,9 +8,10 @@
 #include "induct/version.hpp"
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
-#include "report/format.hpp"
+#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "report/table.hpp"
+#include "util/table.hpp"
+#include "study/registry.hpp"
 #include "study/study.hpp"
 #include "train/hook_names.hpp"
 #include "train/trial.hpp"
@@ -21,6 +22,8 @@
 #include "exec/status.hpp"
 #include "exec/pool.hpp"
 #include "study/progress.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 #include <cmath>
 #include <torch/version.h>
 
@@ -75,7 +78,7 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   const std::string file = vm["study"].as<std::string>();
   if (!fs::exists(file)) throw induct::ConfigError(file + ": no such study file");
   auto sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  induct::StudyConfig config = induct::read_study(file, sets);
+  induct::StudyConfig config = induct::load_study(file, sets);
   // The command line's plugin folders come first.
   std::vector<std::string> path = global.plugin_path;
   path.insert(path.end(), config.run.plugin_path.begin(), config.run.plugin_path.end());
@@ -272,6 +275,12 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   try {
     rc = induct::run_study(run, cells);
   } catch (const induct::Interrupted& e) {
+    // The report of what the store holds, then the closing line.
+    try {
+      induct::write_reports(store, out_dir, induct::study_reports(), &std::cout);
+    } catch (const std::exception& report_error) {
+      progress.log("induct: the report of the stored results failed: " + std::string(report_error.what()));
+    }
     size_t finished = 0;
     for (const auto& t : store.all())
       finished += t.result.finished();
@@ -289,6 +298,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     status.set_state(e.what());
     return 128 + e.signal();
   }
+  induct::write_reports(store, out_dir, induct::study_reports(), &std::cout);
   status.set_state("finished");
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";
@@ -316,7 +326,7 @@ int command_report(const std::vector<std::string>& args) {
     throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
                               dir.string() + " first)");
   induct::Store store(dir / "results.sqlite");
-  induct::write_reports(store, dir, &std::cout);
+  induct::write_reports(store, dir, induct::study_reports(), &std::cout);
   return 0;
 }
 
@@ -358,7 +368,7 @@ int main(int argc, char** argv) {
     if (command == "__worker") {
       int threads = 1;
       if (rest.size() == 2 && rest[0] == "--threads") threads = std::stoi(rest[1]);
-      return induct::worker_main(threads);
+      return induct::worker_main(threads, induct::study_measurements());
     }
     if (command == "run") {
       if (const int tasks = induct::launcher_tasks(); tasks > 1) {  // one rank of an MPI job

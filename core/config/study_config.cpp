@@ -8,7 +8,6 @@
 
 #include "format/format.hpp"
 #include "options_yaml.hpp"
-#include "study/kind.hpp"
 
 namespace induct {
 
@@ -205,17 +204,17 @@ constexpr size_t kMaxCells = 5'000;
 using yaml::flow;
 
 StudyConfig read(const Options& root, const std::string& file,
-                 const std::vector<std::string>& overrides) {
+                 const std::vector<std::string>& overrides, const StudyKinds& kinds) {
   StudyConfig study;
   study.file = file;
   study.root = root;
-  study.kind = one_of(root, "study", "train", study_kinds());
+  study.kind = one_of(root, "study", "train", kinds.names);
   study.name = root.get<std::string>("name", std::filesystem::path(file).stem().string());
   if (study.name.empty() || study.name.find('/') != std::string::npos)
     root.fail("name", "must be a non-empty name without '/'");
   study.training = read_training(root.section("training"), study.learning_rates, study.seeds);
   study.run = read_run(root.section("run"));
-  study.study = make_study(study.kind, root);
+  study.study = kinds.make(study.kind, root);
   // Cells: the sections are read per grid point, from the document with that point applied.
   for (const char* section : {"task", "model", "data"}) root.claim(section);
   std::vector<GridAxis> axes;
@@ -254,9 +253,9 @@ StudyConfig read(const Options& root, const std::string& file,
     }
     // The grid itself is not part of a cell's document (a cell holds no copy of it).
     Options cell_root = axes.empty() ? root : yaml::derive(root, assignments, {"grid"});
-    CellSpec cell = read_cell(cell_root, study.study->cell_keys());
+    CellSpec cell = read_cell(cell_root, kinds.cell_keys(*study.study));
     cell.grid_label = label;
-    study.study->check_cell(root, cell);
+    kinds.check_cell(*study.study, root, cell);
     study.cells.push_back(cell);
     // Next grid point (odometer, last axis fastest).
     size_t a = axes.size();
@@ -268,13 +267,14 @@ StudyConfig read(const Options& root, const std::string& file,
 
 }  // namespace
 
-StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides) {
-  return read(yaml::load_file(file, overrides), file, overrides);
+StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides,
+                       const StudyKinds& kinds) {
+  return read(yaml::load_file(file, overrides), file, overrides, kinds);
 }
 
 StudyConfig read_study_text(const std::string& text, const std::string& name,
-                            const std::vector<std::string>& overrides) {
-  return read(yaml::load_string(text, name, overrides), name, overrides);
+                            const std::vector<std::string>& overrides, const StudyKinds& kinds) {
+  return read(yaml::load_string(text, name, overrides), name, overrides, kinds);
 }
 
 }  // namespace induct

@@ -2,32 +2,39 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/dataset.hpp"
+#include "exec/run_settings.hpp"
 #include "induct/options.hpp"
 #include "train/settings.hpp"
 
 namespace induct {
 
-class Study;
+class Study;  // study/kind.hpp: the reader makes and holds it through StudyKinds, never calls it
 
-// Where and how the trainings run. Not part of a trial's identity.
-struct RunSettings {
-  int workers = 0;       // 0: one per core (at most one per trial)
-  int threads = 1;       // intra-op threads per worker
-  int blas_threads = 0;  // 0: cores / workers
-  std::string device = "cpu";
-  std::vector<std::string> plugin_path;
-  // Training states (OUT/states/, docs/store.md): a training saves its state at the first
-  // evaluation at least state_every steps after its last save (0: never mid-run), and goes on
-  // from it when run again; a failed training leaves its final state when keep_states says so
-  // ("stopped": stopped by the failure detector, what search.certify goes on from; "failed":
-  // every failure, to raise max_steps later; "none").
-  int64_t state_every = 10'000;
-  std::string keep_states = "stopped";
+// Which keys of a cell's `data:` section the kind reads (the others are unknown keys).
+struct CellKeys {
+  bool distribution_and_L = true;  // false: the study sets them per cell it expands (sharing)
+  enum class N { kNone, kRequired, kMaxByDefault };
+  N n = N::kNone;  // kRequired: `N` (a number or "max"); kMaxByDefault: the same, "max" if absent
+};
+
+struct CellSpec;
+
+// What the reader needs of the study kinds; the study layer's registry hands it
+// (study/registry.hpp: load_study).
+struct StudyKinds {
+  std::vector<std::string> names;  // the values of `study:`
+  // The kind `name` with its own sections of `root` read (e.g. `search:`).
+  std::function<std::shared_ptr<const Study>(const std::string& name, const Options& root)> make;
+  // Which keys of a cell's `data:` section it reads.
+  std::function<CellKeys(const Study& study)> cell_keys;
+  // Its limits on one cell (a ConfigError naming the key).
+  std::function<void(const Study& study, const Options& root, const CellSpec& cell)> check_cell;
 };
 
 // One cell: what is learned (task), by what (model), from what data. Read from the study
@@ -48,7 +55,7 @@ struct CellSpec {
 
 struct StudyConfig {
   std::string file;
-  std::string kind;  // study_kinds(): train | nstar | sharing | lengthgen | probe
+  std::string kind;  // StudyKinds::names: train | nstar | sharing | lengthgen | probe
   std::shared_ptr<const Study> study;  // the kind, with its own sections read (study/kind.hpp)
   std::string name;
   Options root;      // the study document without grid values
@@ -67,9 +74,10 @@ inline constexpr long kMaxLength = 100'000;
 // re-read with that grid point applied). Keys of the task and model sections are read by
 // their plugins later (study/prepare.hpp checks them); everything else unknown is an error
 // here.
-StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides);
+StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides,
+                       const StudyKinds& kinds);
 // The same from text (tests).
 StudyConfig read_study_text(const std::string& text, const std::string& name,
-                            const std::vector<std::string>& overrides = {});
+                            const std::vector<std::string>& overrides, const StudyKinds& kinds);
 
 }  // namespace induct

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "config/study_config.hpp"
 #include "exec/pool.hpp"
+#include "exec/run_settings.hpp"
 
 namespace induct {
 

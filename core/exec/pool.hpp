@@ -11,6 +11,7 @@
 
 #include "exec/protocol.hpp"
 #include "train/trial.hpp"
+#include "train/measurement.hpp"
 
 namespace induct {
 
@@ -133,18 +134,22 @@ class WorkerPool final : public TrialRunner {
 
 class PluginRegistry;
 
-// Runs trials one after another in this process (tests; `run.workers: 0` is not this).
+// Runs trials one after another in this process (tests; `run.workers: 0` is not this), with
+// the measurements the study layer's registry hands it.
 class InProcessRunner final : public TrialRunner {
  public:
-  explicit InProcessRunner(const PluginRegistry& registry) : registry_(registry) {}
+  InProcessRunner(const PluginRegistry& registry, Measurements measurements)
+      : registry_(registry), measurements_(std::move(measurements)) {}
   void run(TrialSource& source) override;
   int parallelism() const override { return 1; }
 
  private:
   const PluginRegistry& registry_;
+  Measurements measurements_;
 };
 
-// The entry point of `induct __worker`: reads jobs on stdin, writes results on fd 3.
-int worker_main(int threads);
+// The entry point of `induct __worker`: reads jobs on stdin, writes results on fd 3; takes the
+// measurements its trials may name.
+int worker_main(int threads, const Measurements& measurements);
 
 }  // namespace induct

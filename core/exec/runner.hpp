@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "config/study_config.hpp"
 #include "exec/pool.hpp"
+#include "exec/run_settings.hpp"
 
 namespace induct {
 

@@ -15,8 +15,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "report/table.hpp"
-#include "study/progress.hpp"
+#include "util/table.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 

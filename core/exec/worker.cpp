@@ -49,7 +49,7 @@ class WorkerObserver final : public TrainObserver {
 
 }  // namespace
 
-int worker_main(int threads) {
+int worker_main(int threads, const Measurements& measurements) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the coordinator
   ignore_stop_signals();  // Ctrl-C reaches the whole process group: the coordinator drains us
   if (::getppid() == 1) return 0;
@@ -71,7 +71,7 @@ int worker_main(int threads) {
         loaded_path = spec.plugin_path;
       }
       WorkerObserver observer(jobs, job);
-      TrialResult result = run_trial(spec, registry, &observer, &data);
+      TrialResult result = run_trial(spec, registry, &observer, &data, &measurements);
       reply["type"] = "result";
       reply["result"] = result.to_yaml();
     } catch (const std::exception& e) {
@@ -96,7 +96,7 @@ void InProcessRunner::run(TrialSource& source) {
     } relay(source, job->ticket);
     TrialResult result;
     try {
-      result = run_trial(*job->trial, registry_, &relay, &data);
+      result = run_trial(*job->trial, registry_, &relay, &data, &measurements_);
     } catch (const std::exception& e) {
       result = TrialResult::failure(e.what());
     }

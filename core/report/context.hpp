@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "report/format.hpp"
-#include "report/table.hpp"
+#include "report/nstar_marks.hpp"
+#include "util/table.hpp"
 #include "store/store.hpp"
 
 namespace induct {

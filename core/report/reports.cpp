@@ -11,10 +11,11 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
-#include "report/format.hpp"
-#include "study/kind.hpp"
-#include "report/table.hpp"
+#include "report/nstar_marks.hpp"
+#include "util/table.hpp"
 #include "train/trial.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 
@@ -175,13 +176,14 @@ bool nstar_certified(const YAML::Node& outcome) {
   return outcome["stall_window"].as<int64_t>(0) == 0;
 }
 
-void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
+void write_reports(const Store& store, const fs::path& dir, const std::vector<KindReport>& kinds,
+                   std::ostream* log) {
   ReportContext report;
   report.dir = dir;
   report.outcomes = store.outcomes();
   ModelLabels model_labels;
-  for (const std::string& kind : study_kinds())
-    for (const StoredOutcome* o : report.latest(kind)) {
+  for (const KindReport& kind : kinds)
+    for (const StoredOutcome* o : report.latest(kind.kind)) {
       const YAML::Node cell = o->value["cell"] ? o->value["cell"] : o->value;
       YAML::Node column(YAML::NodeType::Map);
       for (const char* k : {"task", "format", "distribution", "L"})
@@ -194,7 +196,7 @@ void write_reports(const Store& store, const fs::path& dir, std::ostream* log) {
     return RowKey{ranks("model", m), rank_of(kFormatOrder, format), ranks("task", t), m, format, t};
   };
   // Each kind's tables and figures, in the registry's order.
-  for (const std::string& kind : study_kinds()) make_study(kind)->report(report);
+  for (const KindReport& kind : kinds) kind.report(report);
   std::vector<std::string>& index = report.index;
   const std::vector<Figure>& figures = report.figures;
   const bool have_gnuplot = std::system("command -v gnuplot > /dev/null 2>&1") == 0;

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
 #include <iosfwd>
 
-#include "report/table.hpp"
+#include "util/table.hpp"
 #include "store/store.hpp"
 
 namespace induct {
@@ -31,6 +34,17 @@ bool nstar_certified(const YAML::Node& outcome);
 std::vector<std::string> trial_columns();
 std::vector<std::string> trial_row(const TrialSpec& spec, const TrialResult& result);
 
-void write_reports(const Store& store, const std::filesystem::path& dir, std::ostream* log);
+struct ReportContext;  // report/context.hpp
+
+// A study kind's part of the report: the outcomes of `kind` and what it draws from them
+// (Study::report; the study layer's registry hands the list: study_reports()).
+struct KindReport {
+  std::string kind;
+  std::function<void(ReportContext& context)> report;
+};
+
+// Every kind's tables and figures, in the order of `kinds`, then the trials table and report.md.
+void write_reports(const Store& store, const std::filesystem::path& dir,
+                   const std::vector<KindReport>& kinds, std::ostream* log);
 
 }  // namespace induct

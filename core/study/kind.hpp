@@ -1,6 +1,6 @@
 // A study kind: what `induct run` does with a study file whose `study:` key names it
 // (docs/design.md, "Adding a study kind"). Each kind lives in its own folder under core/study/
-// and is listed once in core/study/registry.cpp. Torch-free: the config reader uses it.
+// and is one row of core/study/registry.cpp. Torch-free.
 #pragma once
 
 #include <cstddef>
@@ -8,23 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "config/study_config.hpp"
 #include "induct/options.hpp"
 
 namespace induct {
 
-struct CellSpec;
 struct PreparedCell;
 struct ReportContext;
-struct StudyConfig;
 struct StudyRun;
 class PluginRegistry;
-
-// Which keys of a cell's `data:` section the kind reads (the others are unknown keys).
-struct CellKeys {
-  bool distribution_and_L = true;  // false: the study sets them per cell it expands (sharing)
-  enum class N { kNone, kRequired, kMaxByDefault };
-  N n = N::kNone;  // kRequired: `N` (a number or "max"); kMaxByDefault: the same, "max" if absent
-};
 
 class Study {
  public:
@@ -43,17 +35,11 @@ class Study {
   // At most this many training-set sizes per prepared cell (`induct validate`'s estimate).
   virtual size_t sizes_per_cell() const { return 1; }
   // Runs the study; returns the exit code (0, or 1 when some trial stopped with an error:
-  // rerunning retries it) and writes its tables to the output folder.
+  // rerunning retries it) and writes its own summary table to the output folder. The report
+  // (report(), every kind's) is written by `induct run` after it, also when it was stopped.
   virtual int run(StudyRun& run, const std::vector<PreparedCell>& cells) const = 0;
   // Adds its tables and figures to `induct report` from the outcomes it stored.
   virtual void report(ReportContext& report) const { (void)report; }
 };
-
-// The study kinds, in the order their reports appear.
-const std::vector<std::string>& study_kinds();
-// A fresh study of `kind` with its sections read from `root`; nullptr for an unknown kind.
-std::shared_ptr<const Study> make_study(const std::string& kind, const Options& root);
-// The same with default settings (a report of stored outcomes).
-std::shared_ptr<const Study> make_study(const std::string& kind);
 
 }  // namespace induct

@@ -10,6 +10,7 @@
 #include "study/study.hpp"
 #include "train/components.hpp"
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 

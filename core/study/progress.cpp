@@ -48,16 +48,4 @@ void Progress::clear() {
 
 bool stderr_is_terminal() { return ::isatty(2) == 1; }
 
-std::string format_duration(double seconds) {
-  char buffer[32];
-  const long s = static_cast<long>(seconds + 0.5);
-  if (s < 60)
-    std::snprintf(buffer, sizeof buffer, "%lds", s);
-  else if (s < 3600)
-    std::snprintf(buffer, sizeof buffer, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
-  return buffer;
-}
-
 }  // namespace induct

@@ -27,7 +27,5 @@ class Progress {
 };
 
 bool stderr_is_terminal();
-// 59s, 4m05s, 2h03m
-std::string format_duration(double seconds);
 
 }  // namespace induct

@@ -1,11 +1,11 @@
-// The study kinds and the measurements they take after training: the one list of each.
-// Adding a kind is a folder under core/study/ and a line here (docs/design.md).
-#include <functional>
+// The study kinds: one row each, with everything a kind brings (its name, its factory, the
+// measurements its trials take in the worker). Adding a kind is a folder under core/study/
+// and a row here (docs/design.md).
+#include "study/registry.hpp"
+
 #include <utility>
 
-#include "study/kind.hpp"
 #include "study/study.hpp"
-#include "train/measurement.hpp"
 
 namespace induct {
 
@@ -20,15 +20,27 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
 
 namespace {
 
-using Factory = std::unique_ptr<Study> (*)();
+struct Kind {
+  std::string name;
+  std::unique_ptr<Study> (*make)();
+  std::vector<std::pair<std::string, Measurement>> measurements;  // by the name trials use
+};
 
-const std::vector<std::pair<std::string, Factory>>& kinds() {
-  static const std::vector<std::pair<std::string, Factory>> list = {
-      {"train", make_train_study},         {"nstar", make_nstar_study},
-      {"sharing", make_sharing_study},     {"lengthgen", make_lengthgen_study},
-      {"probe", make_probe_study},
+const std::vector<Kind>& kinds() {
+  static const std::vector<Kind> table = {
+      {"train", make_train_study, {}},
+      {"nstar", make_nstar_study, {}},
+      {"sharing", make_sharing_study, {}},
+      {"lengthgen", make_lengthgen_study, {{"lengthgen", measure_lengthgen}}},
+      {"probe", make_probe_study, {{"probe", measure_probe}}},
   };
-  return list;
+  return table;
+}
+
+const Kind* find_kind(const std::string& name) {
+  for (const Kind& kind : kinds())
+    if (kind.name == name) return &kind;
+  return nullptr;
 }
 
 }  // namespace
@@ -36,36 +48,61 @@ const std::vector<std::pair<std::string, Factory>>& kinds() {
 const std::vector<std::string>& study_kinds() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const auto& [name, factory] : kinds()) out.push_back(name);
+    for (const Kind& kind : kinds()) out.push_back(kind.name);
     return out;
   }();
   return names;
 }
 
-std::shared_ptr<const Study> make_study(const std::string& kind, const Options& root) {
-  for (const auto& [name, factory] : kinds())
-    if (name == kind) {
-      std::shared_ptr<Study> study = factory();
-      study->read(root);
-      return study;
-    }
-  return nullptr;
+std::shared_ptr<const Study> make_study(const std::string& name) {
+  const Kind* kind = find_kind(name);
+  return kind ? std::shared_ptr<const Study>(kind->make()) : nullptr;
 }
 
-std::shared_ptr<const Study> make_study(const std::string& kind) {
-  for (const auto& [name, factory] : kinds())
-    if (name == kind) return factory();
-  return nullptr;
+const StudyKinds& study_kind_reader() {
+  static const StudyKinds reader{
+      study_kinds(),
+      [](const std::string& name, const Options& root) -> std::shared_ptr<const Study> {
+        std::shared_ptr<Study> study = find_kind(name)->make();  // the reader checked the name
+        study->read(root);
+        return study;
+      },
+      [](const Study& study) { return study.cell_keys(); },
+      [](const Study& study, const Options& root, const CellSpec& cell) { study.check_cell(root, cell); },
+  };
+  return reader;
+}
+
+const Measurements& study_measurements() {
+  static const Measurements all = [] {
+    Measurements out;
+    for (const Kind& kind : kinds())
+      for (const auto& [name, measure] : kind.measurements) out.by_name.emplace(name, measure);
+    return out;
+  }();
+  return all;
+}
+
+std::vector<KindReport> study_reports() {
+  std::vector<KindReport> out;
+  for (const Kind& kind : kinds()) {
+    std::shared_ptr<const Study> study = kind.make();
+    out.push_back({kind.name, [study](ReportContext& context) { study->report(context); }});
+  }
+  return out;
+}
+
+StudyConfig load_study(const std::string& file, const std::vector<std::string>& overrides) {
+  return read_study(file, overrides, study_kind_reader());
+}
+
+StudyConfig load_study_text(const std::string& text, const std::string& name,
+                            const std::vector<std::string>& overrides) {
+  return read_study_text(text, name, overrides, study_kind_reader());
 }
 
 std::vector<PreparedCell> Study::expand(const CellSpec& spec, const PluginRegistry& registry) const {
   return {prepare_cell(spec, registry)};
-}
-
-Measurement find_measurement(const std::string& name) {
-  if (name == "lengthgen") return measure_lengthgen;
-  if (name == "probe") return measure_probe;
-  return nullptr;
 }
 
 }  // namespace induct

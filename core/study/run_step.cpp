@@ -5,6 +5,7 @@
 
 #include "study/study.hpp"
 #include "train/components.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 

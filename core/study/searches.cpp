@@ -21,6 +21,7 @@
 #include "study/search.hpp"
 #include "study/study.hpp"
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 

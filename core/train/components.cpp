@@ -194,7 +194,7 @@ CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
 }
 
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer, SplitCache* cache) {
+                      TrainObserver* observer, SplitCache* cache, const Measurements* measurements) {
   CellData cell = make_cell_data(registry, spec.cell);
   Split split = cache ? cache->get(cell.data, spec.n, spec.seed)
                       : make_split(cell.data, spec.n, spec.seed);
@@ -217,13 +217,13 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
   TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer,
                                    spec.state_dir.empty() ? nullptr : &state);
   if (result.status == TrialStatus::kCancelled) return result;
-  const YAML::Node measurements = spec.measurements.clone();
-  if (measurements.size() > 0) {
+  const YAML::Node asked = spec.measurements.clone();
+  if (asked.size() > 0) {
     model->eval();
     const MeasureContext context{*model, cell, spec, device};
-    for (const auto& entry : measurements) {
+    for (const auto& entry : asked) {
       const std::string name = entry.first.as<std::string>();
-      const Measurement measure = find_measurement(name);
+      const Measurement measure = measurements ? measurements->find(name) : nullptr;
       if (!measure) throw std::logic_error("trial asks for an unknown measurement '" + name + "'");
       result.measurements.set(name, measure(context, entry.second));
     }

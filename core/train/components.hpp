@@ -68,9 +68,13 @@ CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& ta
                         const std::string& format, const std::string& distribution, int L,
                         const ValidationPolicy& validation, uint64_t n_cap);
 
-// One whole trial: data, model, training. Errors are thrown (the worker reports them). With a
-// cache, the data sets of earlier trials of the same (cell data, seed) are reused.
+struct Measurements;  // train/measurement.hpp
+
+// One whole trial: data, model, training, then the measurements the trial names (looked up in
+// `measurements`; a name not there is an error). Errors are thrown (the worker reports them).
+// With a cache, the data sets of earlier trials of the same (cell data, seed) are reused.
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer = nullptr, SplitCache* cache = nullptr);
+                      TrainObserver* observer = nullptr, SplitCache* cache = nullptr,
+                      const Measurements* measurements = nullptr);
 
 }  // namespace induct

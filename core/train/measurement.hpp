@@ -6,26 +6,36 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <string>
 
-#include <torch/types.h>
+#include <c10/core/Device.h>  // not torch/types.h: exec/pool.hpp includes this header
 
-#include "induct/model.hpp"
-#include "train/components.hpp"
 #include "train/trial.hpp"
 
 namespace induct {
+
+class SequenceModel;  // induct/model.hpp
+struct CellData;      // train/components.hpp
 
 struct MeasureContext {
   SequenceModel& model;  // trained, in eval mode for the measurement's duration
   const CellData& cell;
   const TrialSpec& spec;
-  torch::Device device;
+  c10::Device device;
 };
 
 using Measurement = YAML::Node (*)(const MeasureContext& context, const YAML::Node& settings);
 
-// The measurement called `name` (core/study/registry.cpp lists them); nullptr if none.
-Measurement find_measurement(const std::string& name);
+// The measurements a trial may name, by name. The study layer's registry (one row per kind,
+// core/study/registry.cpp) hands them to whoever runs trials: the worker's entry point, the
+// in-process runner.
+struct Measurements {
+  std::map<std::string, Measurement> by_name;
+  Measurement find(const std::string& name) const {
+    auto found = by_name.find(name);
+    return found == by_name.end() ? nullptr : found->second;
+  }
+};
 
 }  // namespace induct

@@ -8,14 +8,9 @@
 
 #include "options_yaml.hpp"
 #include "util/hash.hpp"
+#include "util/text.hpp"
 
 namespace induct {
-
-std::string format_number(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
-  return buffer;
-}
 
 namespace {
 using yaml::exact;

@@ -163,7 +163,4 @@ std::string describe_detector(const TrainSettings& settings);
 // The training settings as YAML (canonical: part of trial and outcome keys).
 YAML::Node to_yaml(const TrainSettings& settings);
 
-// "%.6g" for tables and messages (stored values use yaml::exact, the shortest round trip).
-std::string format_number(double value, int digits = 6);
-
 }  // namespace induct

@@ -39,4 +39,7 @@ function(induct_add_plugin name)
     BUILD_RPATH "${runpath}"
     INSTALL_RPATH "${runpath}")
   target_compile_options(${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  if(INDUCT_WARNINGS_AS_ERRORS)  # induct's own build, in CI
+    target_compile_options(${name} PRIVATE -Werror)
+  endif()
 endfunction()

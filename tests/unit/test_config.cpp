@@ -7,6 +7,7 @@
 
 #include "config/study_config.hpp"
 #include "options_yaml.hpp"
+#include "study/registry.hpp"
 #include "study/study.hpp"
 #include "support.hpp"
 
@@ -32,7 +33,7 @@ training:
 
 std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
   try {
-    StudyConfig study = read_study_text(text, "study.yaml", sets);
+    StudyConfig study = load_study_text(text, "study.yaml", sets);
     prepare_study(study, test::plugins());
   } catch (const ConfigError& e) {
     return e.what();
@@ -48,7 +49,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_valid_study_reads_back) {
-  StudyConfig study = read_study_text(kStudy, "study.yaml");
+  StudyConfig study = load_study_text(kStudy, "study.yaml");
   BOOST_TEST(study.kind == "train");
   BOOST_TEST(study.name == "study");
   BOOST_REQUIRE(study.cells.size() == 1u);
@@ -104,7 +105,7 @@ BOOST_AUTO_TEST_CASE(syntax_errors_and_duplicate_keys_are_located) {
 }
 
 BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
-  StudyConfig study = read_study_text(kStudy, "study.yaml", {"data.L=8", "training.seeds=[5,6,7]"});
+  StudyConfig study = load_study_text(kStudy, "study.yaml", {"data.L=8", "training.seeds=[5,6,7]"});
   BOOST_TEST(study.cells[0].L == 8);
   BOOST_TEST(study.seeds.size() == 3u);
   std::string message = error_of(kStudy, {"data.L=1"});
@@ -114,14 +115,14 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(integers_may_be_written_in_scientific_notation) {
-  StudyConfig study = read_study_text(replace(kStudy, "N: 32", "N: 1e3"), "s.yaml");
+  StudyConfig study = load_study_text(replace(kStudy, "N: 32", "N: 1e3"), "s.yaml");
   BOOST_TEST(study.cells[0].n == 1000u);
   std::string message = error_of(replace(kStudy, "N: 32", "N: 1.5"));
   BOOST_TEST(message.find("data.N: expected a non-negative integer, got '1.5'") != std::string::npos, message);
 }
 
 BOOST_AUTO_TEST_CASE(resolved_config_holds_defaults) {
-  StudyConfig study = read_study_text(kStudy, "study.yaml");
+  StudyConfig study = load_study_text(kStudy, "study.yaml");
   prepare_study(study, test::plugins());
   YAML::Node resolved = yaml::resolved(study.root);
   BOOST_TEST(resolved["training"]["max_steps"].as<long>() == 250000);
@@ -135,7 +136,7 @@ BOOST_AUTO_TEST_CASE(grid_expands_into_the_cartesian_product) {
   std::string text = replace(kStudy, "study: train", "study: nstar");
   text = replace(text, "  N: 32\n", "");
   text += "grid:\n  task.m: [2, 3]\n  data:\n    format: [outcome, acot]\n    L: [4, 6, 8]\n";
-  StudyConfig study = read_study_text(text, "study.yaml");
+  StudyConfig study = load_study_text(text, "study.yaml");
   BOOST_REQUIRE(study.cells.size() == 12u);
   // The last key varies fastest.
   BOOST_TEST(study.cells[0].grid_label == "task.m=2, data.format=outcome, data.L=4");
@@ -173,7 +174,7 @@ BOOST_AUTO_TEST_CASE(sharing_prepares_fixed_and_uniform_cells) {
   std::string text = replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", "");
   text = replace(replace(text, "  distribution: uniform\n", ""), "  L: 6\n", "");
   text += "sharing:\n  lengths: [2, 3, 4]\n";
-  StudyConfig study = read_study_text(text, "study.yaml");
+  StudyConfig study = load_study_text(text, "study.yaml");
   auto cells = prepare_study(study, test::plugins());
   // Fixed n = 2, 3, 4, then Uniform L = 3, 4 (L = 2 is the Fixed cell).
   BOOST_REQUIRE(cells.size() == 5u);
@@ -235,10 +236,10 @@ BOOST_AUTO_TEST_CASE(overrides_name_themselves_and_may_not_fight_the_grid) {
   BOOST_TEST(fight.find("--set model.hidden=32: the grid varies model (study.yaml:15:11)") == 0u,
              fight);
   // Changing the grid itself is how to vary it.
-  StudyConfig study = read_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
+  StudyConfig study = load_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
   BOOST_TEST(yaml::flow(yaml::raw(study.cells[0].model)) == "{name: lstm, hidden: 32}");
   // A grid written with a dotted key ("data.L") is overridden by the same path.
-  StudyConfig dotted = read_study_text(text + "grid: {data.L: [4, 5]}\n", "study.yaml", {"grid.data.L=[6, 7, 8]"});
+  StudyConfig dotted = load_study_text(text + "grid: {data.L: [4, 5]}\n", "study.yaml", {"grid.data.L=[6, 7, 8]"});
   BOOST_TEST(dotted.cells.size() == 3u);
   BOOST_TEST(dotted.cells[2].L == 8);
   std::string bad_grid_value = error_of(text, {"grid.data.L=[4, 1]"});
@@ -273,7 +274,7 @@ BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
   // 5,000 cells of a 5,000-value grid read in seconds: a cell shares the document, not copies it.
   values.clear();
   for (int i = 0; i < 5000; ++i) values += (i ? ", " : "") + std::to_string(i + 2);
-  StudyConfig big = read_study_text(text + "grid: {task.m: [" + values + "]}\n", "study.yaml");
+  StudyConfig big = load_study_text(text + "grid: {task.m: [" + values + "]}\n", "study.yaml");
   BOOST_TEST(big.cells.size() == 5000u);
   BOOST_TEST(yaml::flow(yaml::raw(big.cells[4999].task)) == "{name: modular, m: 5001}");
   BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 20);
@@ -297,7 +298,7 @@ BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
 
 BOOST_AUTO_TEST_CASE(a_folder_is_not_a_study_file) {
   try {
-    read_study(INDUCT_SOURCE_DIR, {});
+    load_study(INDUCT_SOURCE_DIR, {});
     BOOST_FAIL("no error");
   } catch (const ConfigError& e) {
     BOOST_TEST(std::string(e.what()) == std::string(INDUCT_SOURCE_DIR) + ": a folder, not a study file");

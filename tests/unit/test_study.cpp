@@ -17,11 +17,13 @@
 #include <unistd.h>
 
 #include "exec/status.hpp"
-#include "report/format.hpp"
+#include "report/nstar_marks.hpp"
 #include "study/search.hpp"
+#include "study/registry.hpp"
 #include "study/study.hpp"
 #include "support.hpp"
 #include "train/generalization.hpp"
+#include "util/text.hpp"
 
 using namespace induct;
 namespace bdata = boost::unit_test::data;
@@ -232,13 +234,16 @@ struct Run {
   std::ostringstream out, log;
   Progress progress{log, false};
   explicit Run(const std::string& text, const std::string& name)
-      : config(read_study_text(text, "study.yaml")),
+      : config(load_study_text(text, "study.yaml")),
         cells(prepare_study(config, test::plugins())),
         dir(test::temp_dir(name)),
         store(std::make_unique<Store>(dir + "/results.sqlite")) {}
+  // As `induct run`: the study, then the report.
   int go(TrialRunner& runner) {
     StudyRun run{config, test::plugins(), *store, runner, progress, dir, out};
-    return run_study(run, cells);
+    const int rc = run_study(run, cells);
+    write_reports(*store, dir, study_reports(), &out);
+    return rc;
   }
 };
 
@@ -553,8 +558,8 @@ BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
 
 // The N* figure compares: every model of a (task, format, distribution) on one plot, a
 // model that learned nothing drawn at N_max with its own legend entry, and the ceiling.
-BOOST_AUTO_TEST_CASE(the_nstar_figure_puts_every_model_on_one_plot) {
-  if (test::run_command("command -v gnuplot").exit_code != 0) return;  // figures need gnuplot
+BOOST_AUTO_TEST_CASE(the_nstar_figure_puts_every_model_on_one_plot,
+                     *boost::unit_test::precondition(test::has_gnuplot)) {
   Run run(R"(study: nstar
 task: {name: modular, m: 2}
 data: {format: acot, distribution: fixed}
@@ -583,8 +588,8 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
 }
 
 // kappa(L) of every model of a (format, task) on one plot, beside each model's own figure.
-BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models) {
-  if (test::run_command("command -v gnuplot").exit_code != 0) return;  // figures need gnuplot
+BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models,
+                     *boost::unit_test::precondition(test::has_gnuplot)) {
   std::string text = kSharing;
   text.replace(text.find("model: {name: lstm, hidden: 8}"), 30,
                "grid: {model: [{name: lstm, hidden: 8}, {name: gpt2, layers: 1, d_model: 8, "
@@ -635,9 +640,9 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 3000, eval_every: 1
 probe: {multiples: [1, 2], samples: 200}
 )";
   Run run(text, "probe_study");
-  InProcessRunner runner(test::plugins());
+  InProcessRunner runner(test::plugins(), study_measurements());
   auto rerun = [&](const std::vector<std::string>& overrides) {
-    run.config = read_study_text(text, "study.yaml", overrides);
+    run.config = load_study_text(text, "study.yaml", overrides);
     run.cells = prepare_study(run.config, test::plugins());
     run.log.str("");
     return run.go(runner);
@@ -709,7 +714,7 @@ training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50
 )";
   std::string off = text;  // the same study without the detector
   off.replace(off.find(",\n           stall_window"), std::string(",\n           stall_window: 100, plateau_patience: 100").size(), "");
-  InProcessRunner runner(test::plugins());
+  InProcessRunner runner(test::plugins(), study_measurements());
   auto only_trial = [](const Run& run) {
     const auto all = run.store->all();
     BOOST_REQUIRE_EQUAL(all.size(), 1u);
@@ -729,7 +734,7 @@ training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50
   BOOST_REQUIRE(stopped.steps < whole.steps);
   BOOST_REQUIRE_EQUAL(std::distance(std::filesystem::directory_iterator(run.dir + "/states"),
                                     std::filesystem::directory_iterator()), 1);
-  run.config = read_study_text(off, "study.yaml");
+  run.config = load_study_text(off, "study.yaml");
   run.cells = prepare_study(run.config, test::plugins());
   BOOST_TEST(run.go(runner) == 0, run.log.str());
   TrialResult extended;

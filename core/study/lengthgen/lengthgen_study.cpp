@@ -7,13 +7,15 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
-#include "report/format.hpp"
+#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "report/table.hpp"
+#include "util/table.hpp"
 #include "study/study.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
 #include "util/hash.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 
@@ -142,7 +144,6 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
                         "accuracy at multiples of L (0 = chance, 1 = perfect).\n\n" +
                             table.markdown());
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
-  write_reports(run.store, run.out_dir, &run.out);
   return errors > 0 ? 1 : 0;
 }
 

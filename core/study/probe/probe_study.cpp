@@ -26,15 +26,17 @@
 #include "options_yaml.hpp"
 #include "probe/probe.hpp"
 #include "report/context.hpp"
-#include "report/format.hpp"
+#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "report/table.hpp"
+#include "util/table.hpp"
 #include "study/study.hpp"
 #include "train/components.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
 #include "util/hash.hpp"
 #include "util/rng.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 
@@ -194,7 +196,6 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
                         "# " + config.name + ": layerwise probes, ablation and patching\n\n" + note +
                             "\n\n" + table.markdown());
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
-  write_reports(run.store, run.out_dir, &run.out);
   return errors > 0 ? 1 : 0;
 }
 

@@ -5,12 +5,14 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
-#include "report/format.hpp"
+#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "report/table.hpp"
+#include "util/table.hpp"
 #include "study/search.hpp"
 #include "study/study.hpp"
 #include "util/hash.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 
@@ -133,7 +135,6 @@ int SharingStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) con
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
                         "# " + config.name + ": sharing factor kappa\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
-  write_reports(run.store, run.out_dir, &run.out);
   return incomplete > 0 ? 1 : 0;
 }
 

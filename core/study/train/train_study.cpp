@@ -3,8 +3,10 @@
 #include <ostream>
 
 #include "report/reports.hpp"
-#include "report/table.hpp"
+#include "util/table.hpp"
 #include "study/study.hpp"
+#include "util/files.hpp"
+#include "util/text.hpp"
 
 namespace induct {
 
@@ -50,7 +52,6 @@ int TrainStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
                         "# " + config.name + ": per-run results\n\n" + table.markdown() + "\n" +
                             summary + "\n");
   write_file_atomically((run.out_dir / "train.csv").string(), table.csv());
-  write_reports(run.store, run.out_dir, &run.out);
   if (errors > 0)
     run.out << errors << " configuration(s) stopped with an error (see above); rerun to retry them\n";
   return errors > 0 ? 1 : 0;

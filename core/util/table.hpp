@@ -15,8 +15,4 @@ struct Table {
   std::string csv() const;       // RFC 4180 quoting
 };
 
-// Writes `content` to `path` atomically (a temporary file renamed over the target), so a
-// kill never leaves a half-written report.
-void write_file_atomically(const std::string& path, const std::string& content);
-
 }  // namespace induct

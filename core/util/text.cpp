@@ -1,9 +1,14 @@
-#include "report/format.hpp"
+#include "util/text.hpp"
 
-#include <cmath>
 #include <cstdio>
 
 namespace induct {
+
+std::string format_number(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+  return buffer;
+}
 
 std::string format_count(uint64_t n) {
   if (n < 1000) return std::to_string(n);
@@ -32,9 +37,16 @@ std::string format_fraction(double x) {
   return text == "-0.00" ? "0.00" : text;
 }
 
-std::string format_nstar(bool learned, uint64_t nstar, bool certified) {
-  if (!learned) return certified ? kNotLearned : kNotLearned + " (detector)";
-  return (certified ? "" : "<=") + format_count(nstar);
+std::string format_duration(double seconds) {
+  char buffer[32];
+  const long s = static_cast<long>(seconds + 0.5);
+  if (s < 60)
+    std::snprintf(buffer, sizeof buffer, "%lds", s);
+  else if (s < 3600)
+    std::snprintf(buffer, sizeof buffer, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  return buffer;
 }
 
 }  // namespace induct

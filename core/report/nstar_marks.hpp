@@ -1,17 +1,15 @@
-// Numbers as the paper prints them.
+// The marks of N* as the paper prints them.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "util/text.hpp"
+
 namespace induct {
 
 // The paper's "not learned" mark.
 inline const std::string kNotLearned = "\u2013";  // en dash
-
-// 14, 999, 1K, 1.3K, 16K, 250K, 2M, 16M, 1.5G: three significant figures at most, one decimal
-// below 10 of a unit.
-std::string format_count(uint64_t n);
 
 // An N* as tables print it: "24"; "<=24" when a failure that decides it is the failure
 // detector's verdict, not proven (search.certify); "–" not learned at N_max, "– (detector)"
@@ -23,8 +21,5 @@ inline const std::string kNstarLegend =
     " (detector): a failure that decides the cell (the largest failure below N*, or N_max) is "
     "the failure detector's verdict, not proven; search.certify: true re-runs it without the "
     "detector";
-
-// 0.00 .. 1.00 with two decimals (negative values, worse than chance, keep their sign).
-std::string format_fraction(double x);
 
 }  // namespace induct
