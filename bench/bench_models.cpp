@@ -14,18 +14,17 @@
 // this with the PyTorch reference and prints the table of docs/performance.md. With --trace,
 // 20 more steps of the last (model, length) run under LibTorch's profiler, written to FILE as a
 // Chrome trace; bench/trace_summary.py totals it by operation.
-#include <boost/program_options.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
 #include <functional>
-#include <iostream>
-#include <sstream>
-
-#include <torch/csrc/autograd/profiler_legacy.h>
-
 #include <induct/nn/linear.hpp>
 #include <induct/nn/loss.hpp>
+#include <iostream>
+#include <sstream>
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
@@ -119,17 +118,19 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
 
 int main(int argc, char** argv) {
   po::options_description options("induct_bench options");
-  options.add_options()(
-      "models", po::value<std::string>()->default_value("lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2"),
-      "models")("lengths", po::value<std::string>()->default_value("10,30,62"), "tokens per sequence")(
+  options.add_options()("models",
+                        po::value<std::string>()->default_value(
+                            "lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2"),
+                        "models")("lengths", po::value<std::string>()->default_value("10,30,62"),
+                                  "tokens per sequence")(
       "batch", po::value<int64_t>()->default_value(64), "batch size")(
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
       "small", "d_model 64, 2 layers (the sizes a CPU user runs)")(
       "threads", po::value<int>()->default_value(1), "intra-op threads")(
       "device", po::value<std::string>()->default_value("cpu"), "cpu, cuda or cuda:N")(
       "read-every-step", "read the loss on the host after every step")(
-      "peak-only", "only measure the GEMM peak")(
-      "trace", po::value<std::string>(), "write a profiler trace of 20 steps to this file")(
+      "peak-only", "only measure the GEMM peak")("trace", po::value<std::string>(),
+                                                 "write a profiler trace of 20 steps to this file")(
       "help", "this help");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
@@ -150,9 +151,12 @@ int main(int argc, char** argv) {
       {"lstm", small ? "{name: lstm, hidden: 64}" : "{name: lstm, hidden: 256}"},
       {"lstm768", "{name: lstm, hidden: 768}"},
       {"gru", small ? "{name: gru, hidden: 64}" : "{name: gru, hidden: 256}"},
-      {"gpt2", small ? "{name: gpt2, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: gpt2}"},
-      {"llama", small ? "{name: llama, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: llama}"},
-      {"pythia", small ? "{name: pythia, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: pythia}"},
+      {"gpt2",
+       small ? "{name: gpt2, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: gpt2}"},
+      {"llama",
+       small ? "{name: llama, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: llama}"},
+      {"pythia",
+       small ? "{name: pythia, layers: 2, d_model: 64, heads: 4, d_ff: 256}" : "{name: pythia}"},
       {"dense_ssm", small ? "{name: dense_ssm, hidden: 64}" : "{name: dense_ssm}"},
       {"mamba", small ? "{name: mamba, layers: 2, d_model: 64}" : "{name: mamba}"},
       {"mamba2", small ? "{name: mamba2, layers: 2, d_model: 64}" : "{name: mamba2}"},

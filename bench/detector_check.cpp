@@ -14,7 +14,6 @@
 // step limit, if every configuration that failed within the ground truth's limit still failed
 // by M (a failure the detector did not stop then costs M steps, a stopped one what it ran).
 #include <boost/program_options.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -63,24 +62,32 @@ int main(int argc, char** argv) {
   bool quiet = false;
   int64_t project_to = 0;
   po::options_description options("detector_check STORE... [rules]");
-  options.add_options()("help,h", "this help")
-      ("store", po::value(&stores)->multitoken(), "ground-truth results.sqlite files")
-      ("window", po::value(&rules.stall_window)->default_value(rules.stall_window), "training.stall_window")
-      ("improvement", po::value(&rules.stall_improvement)->default_value(rules.stall_improvement), "training.stall_improvement")
-      ("projection", po::value(&rules.stall_projection)->default_value(rules.stall_projection), "training.stall_projection")
-      ("fraction", po::value(&rules.stall_fraction)->default_value(rules.stall_fraction), "training.stall_fraction")
-      ("margin", po::value(&rules.plateau_margin)->default_value(rules.plateau_margin), "training.plateau_margin")
-      ("patience", po::value(&rules.plateau_patience)->default_value(rules.plateau_patience), "training.plateau_patience (0: off)")
-      ("memorised", po::value(&rules.memorised_loss)->default_value(rules.memorised_loss), "training.memorised_loss (0: off)")
-      ("no-plateau", "replay without the chance loss (the detector before plateaus were known)")
-      ("project-to", po::value(&project_to)->default_value(0),
-       "also the steps at this limit (e.g. 250000), if the failures within the ground truth's limit still failed there")
-      ("quiet,q", po::bool_switch(&quiet), "totals only");
+  options.add_options()("help,h", "this help")("store", po::value(&stores)->multitoken(),
+                                               "ground-truth results.sqlite files")(
+      "window", po::value(&rules.stall_window)->default_value(rules.stall_window),
+      "training.stall_window")(
+      "improvement", po::value(&rules.stall_improvement)->default_value(rules.stall_improvement),
+      "training.stall_improvement")(
+      "projection", po::value(&rules.stall_projection)->default_value(rules.stall_projection),
+      "training.stall_projection")(
+      "fraction", po::value(&rules.stall_fraction)->default_value(rules.stall_fraction),
+      "training.stall_fraction")(
+      "margin", po::value(&rules.plateau_margin)->default_value(rules.plateau_margin),
+      "training.plateau_margin")(
+      "patience", po::value(&rules.plateau_patience)->default_value(rules.plateau_patience),
+      "training.plateau_patience (0: off)")(
+      "memorised", po::value(&rules.memorised_loss)->default_value(rules.memorised_loss),
+      "training.memorised_loss (0: off)")(
+      "no-plateau", "replay without the chance loss (the detector before plateaus were known)")(
+      "project-to", po::value(&project_to)->default_value(0),
+      "also the steps at this limit (e.g. 250000), if the failures within the ground truth's limit "
+      "still failed there")("quiet,q", po::bool_switch(&quiet), "totals only");
   po::positional_options_description positional;
   positional.add("store", -1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(options).positional(positional).run(),
+              vm);
     po::notify(vm);
   } catch (const std::exception& e) {
     std::cerr << "detector_check: " << e.what() << "\n";
@@ -113,9 +120,11 @@ int main(int argc, char** argv) {
       if (!r.finished()) continue;
       if (r.stalled) continue;  // not ground truth: a detector stopped it
       const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " n " + std::to_string(t.spec.n) +
-                              " lr " + format_number(t.spec.lr) + " seed " + std::to_string(t.spec.seed);
+                              " lr " + format_number(t.spec.lr) + " seed " +
+                              std::to_string(t.spec.seed);
       auto [found, added] = run_of.emplace(key, runs.size());
-      if (added) runs.push_back(std::move(t));
+      if (added)
+        runs.push_back(std::move(t));
       else if (t.spec.training.max_steps > runs[found->second].spec.training.max_steps)
         runs[found->second] = std::move(t);
     }
@@ -126,7 +135,8 @@ int main(int argc, char** argv) {
     if (use_plateau) {
       chance = r.chance_loss;
       if (chance <= 0) {
-        const std::string key = yaml::flow(t.spec.cell.to_yaml()) + " " + std::to_string(t.spec.seed);
+        const std::string key =
+            yaml::flow(t.spec.cell.to_yaml()) + " " + std::to_string(t.spec.seed);
         auto found = chance_of.find(key);
         if (found == chance_of.end()) {
           CellData cell = make_cell_data(registry, t.spec.cell);
@@ -154,8 +164,9 @@ int main(int argc, char** argv) {
       projected_detector += d.stop >= 0 ? static_cast<double>(d.stop) : full;
     }
     std::string truth = std::string(to_string(r.status)) + " at " + std::to_string(r.steps);
-    std::string with = d.stop >= 0 ? std::string(to_string(d.verdict)) + " at " + std::to_string(d.stop)
-                                   : "not stopped";
+    std::string with = d.stop >= 0
+                           ? std::string(to_string(d.verdict)) + " at " + std::to_string(d.stop)
+                           : "not stopped";
     const char* verdict;
     if (r.succeeded()) {
       verdict = d.stop >= 0 ? "FALSE-FAIL" : "ok-success";
@@ -170,22 +181,25 @@ int main(int argc, char** argv) {
                          " L=" + std::to_string(t.spec.cell.L);
       std::printf("%-58s %7llu %6.0e %5llu  %-22s %-22s %s\n", cell.c_str(),
                   static_cast<unsigned long long>(t.spec.n), t.spec.lr,
-                  static_cast<unsigned long long>(t.spec.seed), truth.c_str(), with.c_str(), verdict);
+                  static_cast<unsigned long long>(t.spec.seed), truth.c_str(), with.c_str(),
+                  verdict);
     }
   }
   std::printf("\nrules: %s%s\n", describe_detector(rules).c_str(),
               use_plateau ? "" : " (no plateau: chance loss unknown)");
-  std::printf("configurations %zu: %zu succeeded (%zu of them stopped first: false failures), "
-              "%zu failed within the limit (%zu stopped, %zu ran on)\n",
-              configs, successes + false_failures, false_failures, right_failures + ran_on,
-              right_failures, ran_on);
+  std::printf(
+      "configurations %zu: %zu succeeded (%zu of them stopped first: false failures), "
+      "%zu failed within the limit (%zu stopped, %zu ran on)\n",
+      configs, successes + false_failures, false_failures, right_failures + ran_on, right_failures,
+      ran_on);
   std::printf("optimisation steps: %.0f without the detector, %.0f with it (%.1f%% saved)\n",
               steps_truth, steps_detector,
               steps_truth > 0 ? 100.0 * (1.0 - steps_detector / steps_truth) : 0.0);
   if (project_to > 0)
-    std::printf("at a limit of %lld steps (failures within the limit still failing there): %.0f "
-                "without the detector, %.0f with it (%.1f%% saved)\n",
-                static_cast<long long>(project_to), projected_truth, projected_detector,
-                projected_truth > 0 ? 100.0 * (1.0 - projected_detector / projected_truth) : 0.0);
+    std::printf(
+        "at a limit of %lld steps (failures within the limit still failing there): %.0f "
+        "without the detector, %.0f with it (%.1f%% saved)\n",
+        static_cast<long long>(project_to), projected_truth, projected_detector,
+        projected_truth > 0 ? 100.0 * (1.0 - projected_detector / projected_truth) : 0.0);
   return false_failures > 0 ? 1 : 0;
 }

@@ -1,16 +1,16 @@
 // Helpers shared by the test binaries.
 #pragma once
 
-#include <boost/test/unit_test.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "induct/task.hpp"
 #include "plugin/registry.hpp"

@@ -1,31 +1,32 @@
 // The `induct` command line.
+#include <torch/version.h>
+
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "config/study_config.hpp"
+#include "exec/mpi.hpp"
+#include "exec/pool.hpp"
+#include "exec/runner.hpp"
+#include "exec/signals.hpp"
+#include "exec/status.hpp"
 #include "induct/version.hpp"
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "util/table.hpp"
+#include "study/progress.hpp"
 #include "study/registry.hpp"
 #include "study/study.hpp"
 #include "train/hook_names.hpp"
 #include "train/trial.hpp"
-#include "exec/mpi.hpp"
-#include "exec/runner.hpp"
-#include "util/process.hpp"
-#include "exec/signals.hpp"
-#include "exec/status.hpp"
-#include "exec/pool.hpp"
-#include "study/progress.hpp"
 #include "util/files.hpp"
+#include "util/process.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
-#include <cmath>
-#include <torch/version.h>
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -64,8 +65,9 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   options.add_options()("study", po::value<std::string>(), "study file")(
       "set", po::value<std::vector<std::string>>()->composing(), "override key.path=value")(
       "out", po::value<std::string>(), "output folder (default runs/<study name>)")(
-      "time", "validate: train a few steps of each cell here and project what its failing search step costs")(
-      "help", "help for this command");
+      "time",
+      "validate: train a few steps of each cell here and project what its failing search step "
+      "costs")("help", "help for this command");
   po::positional_options_description positional;
   positional.add("study", 1);
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
@@ -77,7 +79,8 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   if (!vm.count("study")) throw po::error("'" + command + "' needs a study file");
   const std::string file = vm["study"].as<std::string>();
   if (!fs::exists(file)) throw induct::ConfigError(file + ": no such study file");
-  auto sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  auto sets =
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   induct::StudyConfig config = induct::load_study(file, sets);
   // The command line's plugin folders come first.
   std::vector<std::string> path = global.plugin_path;
@@ -116,7 +119,8 @@ int command_plugins(const Global& global) {
       if (hooks.empty()) hooks = "none (the model marks no layer outputs)";
     } catch (const std::exception& e) {
       const std::string message = e.what();
-      hooks = "unknown: not buildable at its defaults (" + message.substr(0, message.find('\n')) + ")";
+      hooks =
+          "unknown: not buildable at its defaults (" + message.substr(0, message.find('\n')) + ")";
     }
     std::cout << "  " << c.name << ": " << hooks << "\n";
   }
@@ -150,15 +154,18 @@ std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
   const size_t steps_per_cell = config.study->sizes_per_cell();
   const size_t trainings = cells * steps_per_cell * grid;
   std::ostringstream out;
-  out << cells << " cell(s) x " << (steps_per_cell > 1 ? "at most " + std::to_string(steps_per_cell) + " search steps x " : "")
+  out << cells << " cell(s) x "
+      << (steps_per_cell > 1 ? "at most " + std::to_string(steps_per_cell) + " search steps x "
+                             : "")
       << grid << " configurations: at most " << trainings << " trainings of at most "
-      << config.training.max_steps << " steps (" << induct::format_count(trainings * config.training.max_steps)
-      << " optimisation steps)";
+      << config.training.max_steps << " steps ("
+      << induct::format_count(trainings * config.training.max_steps) << " optimisation steps)";
   if (steps_per_cell > 1)
     out << "; a search stops a step at its first success and usually needs far fewer steps, but"
         << " a failure is proven only by running all " << grid << " configurations to max_steps,"
         << " and every cell whose N* is above 1 has one such step (the largest failure below N*, or"
-        << " N_max when not learned): at least " << induct::format_count(cells * grid * config.training.max_steps)
+        << " N_max when not learned): at least "
+        << induct::format_count(cells * grid * config.training.max_steps)
         << " optimisation steps to prove the study's N*";
   return out.str();
 }
@@ -169,12 +176,13 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
                 const std::vector<induct::PreparedCell>& cells) {
   induct::configure_process(config.run.threads);
   const size_t grid = config.learning_rates.size() * config.seeds.size();
-  const int workers = induct::default_pool_settings(config.run.workers, config.run.threads,
-                                                    config.run.blas_threads, grid, config.run.device,
-                                                    config.run.device == "cpu" ? 0 : 1)
-                          .workers;
+  const int workers =
+      induct::default_pool_settings(config.run.workers, config.run.threads, config.run.blas_threads,
+                                    grid, config.run.device, config.run.device == "cpu" ? 0 : 1)
+          .workers;
   const double failing = static_cast<double>(grid) * static_cast<double>(config.training.max_steps);
-  std::cout << "time: one configuration of each cell trained here, alone, with " << config.run.threads
+  std::cout << "time: one configuration of each cell trained here, alone, with "
+            << config.run.threads
             << " thread(s) (a worker beside others may be slower); a failing step is " << grid
             << " x " << config.training.max_steps << " steps on " << workers << " worker(s)\n";
   double total = 0;
@@ -186,10 +194,12 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
       std::cout << "not timed (its first configuration stops at once)\n";
       continue;
     }
-    const double seconds = failing / (rate * workers);  // default_pool_settings caps workers at the grid
+    const double seconds =
+        failing / (rate * workers);  // default_pool_settings caps workers at the grid
     total += seconds;
     std::cout << induct::format_number(rate, rate >= 1000 ? 4 : 3) << " steps/s; a failing step "
-              << induct::format_duration(seconds) << "\n" << std::flush;
+              << induct::format_duration(seconds) << "\n"
+              << std::flush;
   }
   std::cout << "  all cells: one failing step each, " << induct::format_duration(total)
             << " (what proving the N* of an nstar study takes at least, at these rates; a failure"
@@ -245,8 +255,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   auto [config, registry, cells] = load_and_prepare(args, "run", global, vm);
   if (vm.count("time")) throw po::error("--time is an option of validate, not of run");
 
-  const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
-                                           : fs::path("runs") / config.name;
+  const fs::path out_dir =
+      vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
   const induct::RunLock lock(out_dir);  // before anything in the folder is written
   YAML::Emitter resolved;
@@ -260,7 +270,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   const std::unique_ptr<induct::TrialRunner> runner = induct::make_runner(config.run, trials);
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
   progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
-               std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " + out_dir.string());
+               std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " +
+               out_dir.string());
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
   if (config.training.stall_window > 0)
@@ -279,19 +290,19 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     try {
       induct::write_reports(store, out_dir, induct::study_reports(), &std::cout);
     } catch (const std::exception& report_error) {
-      progress.log("induct: the report of the stored results failed: " + std::string(report_error.what()));
+      progress.log("induct: the report of the stored results failed: " +
+                   std::string(report_error.what()));
     }
     size_t finished = 0;
-    for (const auto& t : store.all())
-      finished += t.result.finished();
+    for (const auto& t : store.all()) finished += t.result.finished();
     const std::string in_flight =
         e.at_once() ? "stopped at once by a second signal, trials in flight not recorded"
                     : "no new trials started, " + std::to_string(e.cancelled()) +
                           " in flight cancelled and recorded as cancelled";
     progress.log("induct: " + std::string(e.what()) + " after " +
                  induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
-                 std::to_string(finished) + " finished trial(s) stored in " + store.file().string() +
-                 "; the same command resumes without retraining them" +
+                 std::to_string(finished) + " finished trial(s) stored in " +
+                 store.file().string() + "; the same command resumes without retraining them" +
                  (config.run.state_every > 0
                       ? ", and trainings that were in flight go on from their last saved state"
                       : std::string()));
@@ -307,8 +318,10 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
 
 int command_status(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help") {
-    std::cout << "usage: induct status DIR\n\nPrints what the study writing DIR has done and is doing "
-                 "(DIR/status.yaml, which `induct run` rewrites as it runs), without opening its store.\n";
+    std::cout
+        << "usage: induct status DIR\n\nPrints what the study writing DIR has done and is doing "
+           "(DIR/status.yaml, which `induct run` rewrites as it runs), without opening its "
+           "store.\n";
     return args.empty() ? 2 : 0;
   }
   std::cout << induct::describe_status(args[0]);
@@ -350,7 +363,8 @@ int main(int argc, char** argv) {
                                     .run();
     po::variables_map vm;
     po::store(parsed, vm);
-    if (vm.count("plugin-path")) global.plugin_path = vm["plugin-path"].as<std::vector<std::string>>();
+    if (vm.count("plugin-path"))
+      global.plugin_path = vm["plugin-path"].as<std::vector<std::string>>();
     if (vm.count("version")) {
       std::cout << "induct " << INDUCT_SDK_VERSION_STRING << " (plugin API "
                 << INDUCT_PLUGIN_API_VERSION << ", libtorch " << TORCH_VERSION << ")\n";
@@ -398,7 +412,8 @@ int main(int argc, char** argv) {
       }
       return command_plugins(global);
     }
-    std::cerr << "induct: unknown command '" << command << "' (commands: run, validate, report, status, plugins)\n";
+    std::cerr << "induct: unknown command '" << command
+              << "' (commands: run, validate, report, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -98,8 +98,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
     training.fail("epsilon", "must be a positive finite number");
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
-  for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction", "plateau_margin",
-                          "plateau_patience", "memorised_loss"})
+  for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction",
+                          "plateau_margin", "plateau_patience", "memorised_loss"})
     if (s.stall_window == 0 && training.has(key))
       training.fail(key, "needs training.stall_window (the failure detector is off without it)");
   if (s.stall_window > 0) {
@@ -107,7 +107,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
     if (!(s.stall_improvement > 0 && s.stall_improvement < 1))
       training.fail("stall_improvement", "must be in (0, 1)");
     if (s.stall_window % s.eval_every != 0)
-      training.fail("stall_window", "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
+      training.fail("stall_window",
+                    "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
     s.stall_projection = training.get<double>("stall_projection", s.stall_projection);
     if (!(s.stall_projection >= 0 && std::isfinite(s.stall_projection)))
       training.fail("stall_projection", "must be 0 (off) or positive");
@@ -119,7 +120,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
       training.fail("plateau_margin", "must be in [0, 1) (0: no plateau protection)");
     s.plateau_patience = at_least(training, "plateau_patience", s.plateau_patience, 0);
     if (s.plateau_patience % s.eval_every != 0)
-      training.fail("plateau_patience", "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
+      training.fail("plateau_patience",
+                    "must be a multiple of eval_every (" + std::to_string(s.eval_every) + ")");
     s.memorised_loss = training.get<double>("memorised_loss", s.memorised_loss);
     if (!(s.memorised_loss >= 0 && std::isfinite(s.memorised_loss)))
       training.fail("memorised_loss", "must be 0 (off) or positive");
@@ -189,10 +191,10 @@ void collect_axes(const YAML::Node& node, const std::string& prefix, const Optio
     for (const auto& other : axes) {
       const bool same = other.path == path;
       if (same || path.rfind(other.path + ".", 0) == 0 || other.path.rfind(path + ".", 0) == 0)
-        throw ConfigError(at(entry.first) + ": grid." + path +
-                          (same ? ": given twice (also at " : ": overlaps grid." + other.path +
-                                                                  " (at ") +
-                          other.where.front().substr(0, other.where.front().find(" (grid")) + ")");
+        throw ConfigError(
+            at(entry.first) + ": grid." + path +
+            (same ? ": given twice (also at " : ": overlaps grid." + other.path + " (at ") +
+            other.where.front().substr(0, other.where.front().find(" (grid")) + ")");
     }
     axes.push_back(axis);
   }
@@ -227,7 +229,8 @@ StudyConfig read(const Options& root, const std::string& file,
   for (const auto& text : overrides) {
     const std::string set = text.substr(0, text.find('='));
     for (const auto& axis : axes)
-      if (set == axis.path || axis.path.rfind(set + ".", 0) == 0 || set.rfind(axis.path + ".", 0) == 0)
+      if (set == axis.path || axis.path.rfind(set + ".", 0) == 0 ||
+          set.rfind(axis.path + ".", 0) == 0)
         throw ConfigError("--set " + text + ": the grid varies " + axis.path + " (" +
                           axis.where.front().substr(0, axis.where.front().find(" (grid")) +
                           "); change it in the grid, e.g. --set grid." + axis.path + "=[...]");

@@ -49,7 +49,7 @@ struct CellSpec {
   int L = 0;                 // 0 then
   ValidationPolicy validation;
   uint64_t n_cap = 16'000'000;
-  uint64_t n = 0;  // studies that read N (CellKeys::n): the training-set size; 0 = N_max
+  uint64_t n = 0;          // studies that read N (CellKeys::n): the training-set size; 0 = N_max
   std::string grid_label;  // "task.m=5, data.L=10": the grid point, empty without a grid
 };
 
@@ -58,7 +58,7 @@ struct StudyConfig {
   std::string kind;  // StudyKinds::names: train | nstar | sharing | lengthgen | probe
   std::shared_ptr<const Study> study;  // the kind, with its own sections read (study/kind.hpp)
   std::string name;
-  Options root;      // the study document without grid values
+  Options root;  // the study document without grid values
   std::vector<CellSpec> cells;
   std::vector<double> learning_rates;
   std::vector<uint64_t> seeds;

@@ -46,7 +46,8 @@ class Uniform final : public LengthDistribution {
     for (uint64_t i = 0; i < count; ++i) {
       int n = support[rng.below(support.size())];
       if (streams.at(n).remaining() == 0) {
-        // Project decision (docs/method.md section 2): draw again among the lengths that still have sequences.
+        // Project decision (docs/method.md section 2): draw again among the lengths that still have
+        // sequences.
         std::vector<int> open;
         for (int m : support)
           if (streams.at(m).remaining() > 0) open.push_back(m);
@@ -120,8 +121,9 @@ DataPlan plan_data(const DataSpec& spec) {
   plan.lengths = spec.distribution->support(spec.L);
   std::vector<uint64_t> cap;
   for (int n : plan.lengths) {
-    plan.space.push_back(spec.language ? spec.language->count(n)
-                                       : saturating_pow(static_cast<uint64_t>(spec.num_actions), n));
+    plan.space.push_back(spec.language
+                             ? spec.language->count(n)
+                             : saturating_pow(static_cast<uint64_t>(spec.num_actions), n));
     plan.available = saturating_add(plan.available, plan.space.back());
     cap.push_back(floor_fraction(plan.space.back(), spec.validation.fraction));
   }
@@ -181,9 +183,9 @@ std::string split_key(const DataSpec& spec, uint64_t seed) {
   char fraction[32];
   std::snprintf(fraction, sizeof fraction, "%a", spec.validation.fraction);
   return std::to_string(spec.num_actions) + " " + spec.distribution->name() + " " +
-         std::to_string(spec.L) + " " + std::to_string(spec.validation.max_size) + " " +
-         fraction + " " + std::to_string(spec.n_cap) + " " +
-         std::to_string(seed) + (spec.language ? " " + spec.language->id() : "");
+         std::to_string(spec.L) + " " + std::to_string(spec.validation.max_size) + " " + fraction +
+         " " + std::to_string(spec.n_cap) + " " + std::to_string(seed) +
+         (spec.language ? " " + spec.language->id() : "");
 }
 }  // namespace
 

@@ -71,12 +71,12 @@ struct DataSpec {
 };
 
 struct DataPlan {
-  std::vector<int> lengths;                 // the support
-  std::vector<uint64_t> space;              // sequences of each length (saturated)
-  std::vector<uint64_t> validation;         // validation sequences of each length
-  uint64_t available = 0;                   // all sequences of the support (saturated)
+  std::vector<int> lengths;          // the support
+  std::vector<uint64_t> space;       // sequences of each length (saturated)
+  std::vector<uint64_t> validation;  // validation sequences of each length
+  uint64_t available = 0;            // all sequences of the support (saturated)
   uint64_t validation_size = 0;
-  uint64_t n_max = 0;                       // min(n_cap, available) - validation_size
+  uint64_t n_max = 0;  // min(n_cap, available) - validation_size
 };
 
 // Sizes only; cheap. Throws std::invalid_argument for an impossible spec.

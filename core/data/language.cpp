@@ -15,7 +15,9 @@ constexpr uint64_t kTableLimit = uint64_t{1} << 25;  // counts (256 MiB)
 std::shared_ptr<const Language> Language::of(const Transitions& t, int max_length,
                                              const std::string& task_name) {
   if (t.total()) return nullptr;
-  auto fail = [&](const std::string& what) { throw std::runtime_error("task '" + task_name + "': " + what); };
+  auto fail = [&](const std::string& what) {
+    throw std::runtime_error("task '" + task_name + "': " + what);
+  };
   auto language = std::make_shared<Language>();
   Language& l = *language;
   l.max_length_ = max_length;
@@ -25,14 +27,16 @@ std::shared_ptr<const Language> Language::of(const Transitions& t, int max_lengt
     fail(std::to_string(l.states_) + " states at length " + std::to_string(max_length) +
          ": too many to count its valid sequences");
   l.moves_.resize(static_cast<size_t>(l.states_));
-  uint64_t fingerprint = mix64(static_cast<uint64_t>(l.states_) ^ mix64(static_cast<uint64_t>(l.initial_)));
+  uint64_t fingerprint =
+      mix64(static_cast<uint64_t>(l.states_) ^ mix64(static_cast<uint64_t>(l.initial_)));
   for (int64_t s = 0; s < l.states_; ++s)
     for (int64_t a = 0; a < t.num_actions(); ++a)
       if (t.allows(s, a)) {
         const int64_t next = t.step(s, a);
         l.moves_[s].emplace_back(static_cast<int32_t>(a), static_cast<int32_t>(next));
-        fingerprint = mix64(fingerprint ^ mix64((static_cast<uint64_t>(s) << 40) ^ (static_cast<uint64_t>(a) << 20) ^
-                                                static_cast<uint64_t>(next)));
+        fingerprint = mix64(fingerprint ^
+                            mix64((static_cast<uint64_t>(s) << 40) ^
+                                  (static_cast<uint64_t>(a) << 20) ^ static_cast<uint64_t>(next)));
       }
   l.id_ = "language " + std::to_string(fingerprint);
   l.counts_.assign(static_cast<size_t>(max_length + 1) * l.states_, 0);
@@ -56,7 +60,8 @@ std::shared_ptr<const Language> Language::of(const Transitions& t, int max_lengt
 }
 
 void Language::unrank(int n, uint64_t index, int32_t* out) const {
-  if (n > max_length_ || index >= count(n)) throw std::logic_error("Language::unrank: out of range");
+  if (n > max_length_ || index >= count(n))
+    throw std::logic_error("Language::unrank: out of range");
   int64_t state = initial_;
   for (int k = 0; k < n; ++k) {
     const uint64_t* rest = &counts_[static_cast<size_t>(n - k - 1) * states_];

@@ -27,7 +27,8 @@ SequenceCodec::SequenceCodec(int64_t num_actions, int length, uint64_t key,
     : num_actions_(num_actions), length_(length), key_(key), language_(std::move(language)) {
   if (num_actions < 1 || length < 1) throw std::invalid_argument("SequenceCodec: empty space");
   if (language_) {
-    if (length > language_->max_length()) throw std::logic_error("SequenceCodec: longer than the language's counts");
+    if (length > language_->max_length())
+      throw std::logic_error("SequenceCodec: longer than the language's counts");
     codes_ = language_->count(length);
     exact_digits_ = length;
     return;
@@ -58,7 +59,8 @@ void SequenceCodec::decode(uint64_t code, int32_t* out) const {
 LengthStream::LengthStream(int64_t num_actions, int length, uint64_t seed, uint64_t dense_limit,
                            std::shared_ptr<const Language> language)
     : codec_(num_actions, length, derive_seed(seed, {0}), language),
-      space_(language ? language->count(length) : saturating_pow(static_cast<uint64_t>(num_actions), length)),
+      space_(language ? language->count(length)
+                      : saturating_pow(static_cast<uint64_t>(num_actions), length)),
       rng_(seed) {
   if (space_ <= dense_limit) {
     dense_.resize(space_);

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "data/language.hpp"
-
 #include "util/rng.hpp"
 
 namespace induct {

@@ -35,25 +35,29 @@ Transitions::Transitions(std::shared_ptr<const Task> task, const std::string& ta
       }
       int64_t next = task_->step(s, a);
       if (next < 0 || next >= states_)
-        fail("step(" + std::to_string(s) + ", " + std::to_string(a) + ") = " +
-             std::to_string(next) + " is not a state");
+        fail("step(" + std::to_string(s) + ", " + std::to_string(a) +
+             ") = " + std::to_string(next) + " is not a state");
       table_[s * actions_ + a] = static_cast<int32_t>(next);
     }
   }
   if (!tabulate)  // a task this large must allow everything: its sequences are all of A^n
     for (int64_t a = 0; a < std::min<int64_t>(actions_, 64); ++a)
       if (!task_->allows(initial_, a))
-        fail("has partial transitions (allows() is false somewhere) and " + std::to_string(actions_ * states_) +
-             " (state, action) pairs; at most " + std::to_string(kTableLimit) + " are supported for such a task");
+        fail("has partial transitions (allows() is false somewhere) and " +
+             std::to_string(actions_ * states_) + " (state, action) pairs; at most " +
+             std::to_string(kTableLimit) + " are supported for such a task");
 }
 
 void Transitions::prefix_states(const int32_t* actions, int n, int32_t* states) const {
   int64_t state = initial_;
   for (int k = 0; k < n; ++k) {
-    if (table_.empty() && !task_->allows(state, actions[k]))  // checked at construction if tabulated
-      throw std::runtime_error("task allows() refuses action " + std::to_string(actions[k]) + " in state " +
-                               std::to_string(state) + ", but has too many (state, action) pairs to draw only "
-                               "valid sequences (at most " + std::to_string(kTableLimit) + ")");
+    if (table_.empty() &&
+        !task_->allows(state, actions[k]))  // checked at construction if tabulated
+      throw std::runtime_error("task allows() refuses action " + std::to_string(actions[k]) +
+                               " in state " + std::to_string(state) +
+                               ", but has too many (state, action) pairs to draw only "
+                               "valid sequences (at most " +
+                               std::to_string(kTableLimit) + ")");
     state = step(state, actions[k]);
     if (table_.empty() && (state < 0 || state >= states_))
       throw std::runtime_error("task step() returned " + std::to_string(state) +

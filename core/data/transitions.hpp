@@ -24,7 +24,8 @@ class Transitions {
   }
   // Task::allows, tabulated; total(): every action allowed in every state (a group).
   bool allows(int64_t state, int64_t action) const {
-    return total_ || (table_.empty() ? task_->allows(state, action) : table_[state * actions_ + action] >= 0);
+    return total_ ||
+           (table_.empty() ? task_->allows(state, action) : table_[state * actions_ + action] >= 0);
   }
   bool total() const { return total_; }
   // states[k] = s_{k+1}: the state after actions[0..k] (docs/method.md section 1).

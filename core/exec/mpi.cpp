@@ -4,14 +4,13 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/mpi/environment.hpp>
-
 #include <cstdlib>
 #include <deque>
-#include <algorithm>
 #include <list>
-#include <set>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -69,7 +68,8 @@ class Mailbox {
     int count = 0;
     MPI_Get_count(&status, MPI_CHAR, &count);
     std::string text(static_cast<size_t>(count), '\0');
-    MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(text.data(), count, MPI_CHAR, status.MPI_SOURCE, kTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
     message = YAML::Load(text);
     from = status.MPI_SOURCE;
     return true;
@@ -277,7 +277,8 @@ class MpiRunner final : public TrialRunner {
         cancel_sent.erase(ticket);
         ++free_[from];
         const TrialResult result = TrialResult::from_yaml(m["result"]);
-        if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
+        if (draining &&
+            (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
           source.on_abandoned(ticket, result);
           ++drained;
         } else {
@@ -297,7 +298,8 @@ class MpiRunner final : public TrialRunner {
 }  // namespace
 
 int start_mpi() {
-  environment = std::make_unique<boost::mpi::environment>(false);  // errors end with our message, not MPI_Abort
+  environment = std::make_unique<boost::mpi::environment>(
+      false);  // errors end with our message, not MPI_Abort
   // Which ranks share this machine (collective: every rank takes part, right at the start).
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank(), MPI_INFO_NULL, &local);
@@ -311,7 +313,8 @@ int start_mpi() {
   if (world_size() != tasks)  // e.g. srun without an MPI plugin: every task a job of its own
     throw std::runtime_error(
         "induct run: the launcher started " + std::to_string(tasks) + " tasks but MPI sees " +
-        std::to_string(world_size()) + " in this job, so each would run the whole study into the "
+        std::to_string(world_size()) +
+        " in this job, so each would run the whole study into the "
         "same folder; under Slurm use `srun --mpi=pmix` (or pmi2, as the cluster supports) or "
         "`mpirun` inside the allocation (docs/cluster.md)");
   return world_rank();
@@ -352,10 +355,9 @@ int mpi_rank_main() {
     cores = std::max(1, cores / sharing);
   const int workers = start["workers"].as<int>();
   const std::string device = start["device"].as<std::string>();
-  PoolSettings settings = default_pool_settings(workers, start["threads"].as<int>(),
-                                                start["blas_threads"].as<int>(),
-                                                start["trials"].as<size_t>(), device,
-                                                device == "cpu" ? 0 : visible_gpus(), cores);
+  PoolSettings settings = default_pool_settings(
+      workers, start["threads"].as<int>(), start["blas_threads"].as<int>(),
+      start["trials"].as<size_t>(), device, device == "cpu" ? 0 : visible_gpus(), cores);
   if (device == "cuda" && sharing > 1 && !settings.gpus.empty()) {  // this rank's own GPU
     settings.gpus = {settings.gpus[index % settings.gpus.size()]};
     settings.workers = std::min(settings.workers, workers > 0 ? workers : kDefaultWorkersPerGpu);

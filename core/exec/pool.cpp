@@ -1,15 +1,15 @@
 #include "exec/pool.hpp"
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <fcntl.h>
-#include <sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/dll/runtime_symbol_info.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -63,9 +63,8 @@ PoolSettings default_pool_settings(int configured_workers, int configured_thread
     }
   }
   s.workers = std::max<int>(1, std::min<size_t>(s.workers, std::max<size_t>(trials, 1)));
-  s.blas_threads = configured_blas_threads > 0
-                       ? configured_blas_threads
-                       : std::max(1, cores / (s.workers * s.threads));
+  s.blas_threads = configured_blas_threads > 0 ? configured_blas_threads
+                                               : std::max(1, cores / (s.workers * s.threads));
   s.worker_executable = boost::dll::program_location().string();
   return s;
 }
@@ -95,7 +94,8 @@ void WorkerPool::stop(Worker& worker) {
 WorkerPool::Worker WorkerPool::spawn(int slot) {
   int jobs[2], results[2];
   if (::pipe2(jobs, O_CLOEXEC) != 0 || ::pipe2(results, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("cannot create pipes for a worker: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot create pipes for a worker: ") +
+                             std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, jobs[0], 0);
@@ -270,7 +270,8 @@ void WorkerPool::run(TrialSource& source) {
     }
     // What a trial's end means: a result, or during a drain a record of what was cancelled.
     auto end = [&](size_t index, const TrialResult& result) {
-      if (draining && (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
+      if (draining &&
+          (result.status == TrialStatus::kCancelled || result.status == TrialStatus::kError)) {
         source.on_abandoned(index, result);
         ++drained;
       } else {
@@ -308,9 +309,9 @@ void WorkerPool::run(TrialSource& source) {
         }
       }
     }
-    workers_.erase(std::remove_if(workers_.begin(), workers_.end(),
-                                  [](const Worker& w) { return w.pid < 0; }),
-                   workers_.end());
+    workers_.erase(
+        std::remove_if(workers_.begin(), workers_.end(), [](const Worker& w) { return w.pid < 0; }),
+        workers_.end());
   }
 }
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "exec/protocol.hpp"
-#include "train/trial.hpp"
 #include "train/measurement.hpp"
+#include "train/trial.hpp"
 
 namespace induct {
 
@@ -22,7 +22,7 @@ namespace induct {
 class TrialSource {
  public:
   struct Job {
-    size_t ticket = 0;         // the source's name for this trial
+    size_t ticket = 0;                 // the source's name for this trial
     const TrialSpec* trial = nullptr;  // owned by the source; valid until on_done
   };
   virtual ~TrialSource() = default;

@@ -21,7 +21,8 @@ YAML::Node progress_message(uint64_t job, const EvalPoint& point, double best_lo
 }
 
 EvalPoint progress_point(const YAML::Node& message) {
-  return {message["step"].as<int64_t>(), message["train_loss"].as<double>(), message["val_loss"].as<double>()};
+  return {message["step"].as<int64_t>(), message["train_loss"].as<double>(),
+          message["val_loss"].as<double>()};
 }
 
 bool write_message(int fd, const YAML::Node& message) {

@@ -32,7 +32,8 @@ void on_stop_signal(int signal) {
 void install_stop_signals() {
   if (pipe_fds[0] < 0) {
     if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw std::runtime_error(std::string("cannot create the signal pipe: ") + std::strerror(errno));
+      throw std::runtime_error(std::string("cannot create the signal pipe: ") +
+                               std::strerror(errno));
   }
   struct sigaction action {};
   action.sa_handler = on_stop_signal;

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "util/table.hpp"
 #include "util/files.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -145,8 +145,10 @@ void StatusFile::write(bool now) {
   out["running_left_s"] = left;
   YAML::Emitter text;
   text << out;
-  write_file_atomically(file_.string(), std::string("# written by induct run while it runs; `induct status DIR` reads it\n") +
-                                            text.c_str() + "\n");
+  write_file_atomically(
+      file_.string(),
+      std::string("# written by induct run while it runs; `induct status DIR` reads it\n") +
+          text.c_str() + "\n");
 }
 
 void StatusRunner::run(TrialSource& source) {
@@ -205,7 +207,8 @@ RunLock::RunLock(const std::filesystem::path& dir) {
         "another `induct run` (" + (holder.empty() ? std::string("its pid unknown") : holder) +
         ") is running into " + dir.string() +
         ": two runs into one folder would train the same trials twice. Wait for it (`induct "
-        "status " + dir.string() + "`), stop it, or give this one another --out");
+        "status " +
+        dir.string() + "`), stop it, or give this one another --out");
   }
   const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host_name() + "\n";
   // Who holds it, for the message of a second run (without it: "its pid unknown").
@@ -259,16 +262,16 @@ std::string describe_status(const std::filesystem::path& dir) {
   }
   char rate[32];
   std::snprintf(rate, sizeof rate, "%.1f", s["steps_per_s"].as<double>());
-  out << "trials ended since it started: " << ended << (by_status.empty() ? "" : " (" + by_status + ")")
-      << "; " << s["steps"].as<int64_t>() << " optimisation steps, "
-      << rate << " steps/s\n";
+  out << "trials ended since it started: " << ended
+      << (by_status.empty() ? "" : " (" + by_status + ")") << "; " << s["steps"].as<int64_t>()
+      << " optimisation steps, " << rate << " steps/s\n";
   const YAML::Node running = s["running"];
   out << (gone ? "running when it stopped: " : "running: ") << running.size() << "\n";
   for (const auto& t : running)
     out << "  " << t["cell"].as<std::string>() << " N=" << t["N"].as<uint64_t>() << " "
         << t["configuration"].as<std::string>() << ": step " << t["step"].as<int64_t>() << " of "
-        << t["max_steps"].as<int64_t>() << ", val loss " << format_number(t["val_loss"].as<double>(), 4)
-        << "\n";
+        << t["max_steps"].as<int64_t>() << ", val loss "
+        << format_number(t["val_loss"].as<double>(), 4) << "\n";
   if (running.size() > 0 && !gone)
     out << "the trials running now end within " << format_duration(s["running_left_s"].as<double>())
         << " at most, at their own rates so far (searches then choose their next sizes from "

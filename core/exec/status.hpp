@@ -1,6 +1,6 @@
 // DIR/status.yaml: what a study's coordinator has done and is doing, rewritten (atomically)
-// at every trial's start and end, at most once a second for training progress, so `induct status DIR`
-// can tell from a login node, without opening the store the coordinator writes.
+// at every trial's start and end, at most once a second for training progress, so `induct status
+// DIR` can tell from a login node, without opening the store the coordinator writes.
 #pragma once
 
 #include <chrono>

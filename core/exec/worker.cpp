@@ -6,11 +6,11 @@
 
 #include <iostream>
 
+#include "exec/pool.hpp"
+#include "exec/signals.hpp"
 #include "plugin/registry.hpp"
 #include "train/components.hpp"
-#include "exec/pool.hpp"
 #include "util/process.hpp"
-#include "exec/signals.hpp"
 
 namespace induct {
 
@@ -92,7 +92,9 @@ void InProcessRunner::run(TrialSource& source) {
       TrialSource& source;
       size_t ticket;
       Relay(TrialSource& s, size_t t) : source(s), ticket(t) {}
-      void on_eval(const EvalPoint& point, double best) override { source.on_progress(ticket, point, best); }
+      void on_eval(const EvalPoint& point, double best) override {
+        source.on_progress(ticket, point, best);
+      }
     } relay(source, job->ticket);
     TrialResult result;
     try {

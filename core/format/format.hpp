@@ -34,8 +34,8 @@ class Format {
   virtual int64_t sequence_length(int n) const = 0;
   // Writes sequence_length(n) tokens and targets (kNoTarget where unsupervised).
   // states[k] = s_{k+1}.
-  virtual void encode(const int32_t* actions, const int32_t* states, int n,
-                      const Vocabulary& vocab, int64_t* tokens, int64_t* targets) const = 0;
+  virtual void encode(const int32_t* actions, const int32_t* states, int n, const Vocabulary& vocab,
+                      int64_t* tokens, int64_t* targets) const = 0;
   // The position whose target is the final state s_n.
   virtual int64_t final_position(int n) const = 0;
   // Whether the model writes the states itself after the actions (CoT): then the final
@@ -53,7 +53,10 @@ class ExampleSet {
   ExampleSet() = default;
   ExampleSet(SequenceSet sequences, const Transitions& transitions, const Format& format,
              const Vocabulary& vocab)
-      : sequences_(std::move(sequences)), transitions_(&transitions), format_(&format), vocab_(vocab) {}
+      : sequences_(std::move(sequences)),
+        transitions_(&transitions),
+        format_(&format),
+        vocab_(vocab) {}
 
   size_t size() const { return sequences_.size(); }
   int length(size_t i) const { return sequences_.length(i); }  // n, the number of actions

@@ -1,12 +1,11 @@
 #include "plugin/registry.hpp"
 
-#include <boost/dll/runtime_symbol_info.hpp>
-#include <boost/dll/shared_library.hpp>
+#include <elf.h>
 #include <torch/version.h>
 
-#include <elf.h>
-
 #include <algorithm>
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -63,7 +62,8 @@ std::string elf_problem(const fs::path& file) {
              std::to_string(segment.p_offset + segment.p_filesz) + ")";
   }
   if (header.e_shnum != 0 &&
-      (header.e_shoff > size || uint64_t{header.e_shnum} * header.e_shentsize > size - header.e_shoff))
+      (header.e_shoff > size ||
+       uint64_t{header.e_shnum} * header.e_shentsize > size - header.e_shoff))
     return truncated + "its section headers end past the end of the file)";
   return "";
 }
@@ -104,8 +104,8 @@ void PluginRegistry::load(const fs::path& given) {
   if (!info) throw PluginError(name + ": the entry point returned no plugin info");
   // The first two fields are stable across API versions; check them before anything else.
   if (info->api_version != INDUCT_PLUGIN_API_VERSION)
-    throw PluginError(name + ": built for plugin API version " +
-                      std::to_string(info->api_version) + ", but this induct uses version " +
+    throw PluginError(name + ": built for plugin API version " + std::to_string(info->api_version) +
+                      ", but this induct uses version " +
                       std::to_string(INDUCT_PLUGIN_API_VERSION) +
                       " (rebuild the plugin against this SDK)");
   if (info->struct_size != sizeof(InductPluginInfo))
@@ -113,21 +113,21 @@ void PluginRegistry::load(const fs::path& given) {
                       " bytes, expected " + std::to_string(sizeof(InductPluginInfo)) +
                       " (built against a different SDK header)");
   if (info->torch_major != TORCH_VERSION_MAJOR || info->torch_minor != TORCH_VERSION_MINOR)
-    throw PluginError(name + ": built against libtorch " + std::to_string(info->torch_major) +
-                      "." + std::to_string(info->torch_minor) + ", but induct uses libtorch " +
+    throw PluginError(name + ": built against libtorch " + std::to_string(info->torch_major) + "." +
+                      std::to_string(info->torch_minor) + ", but induct uses libtorch " +
                       std::to_string(TORCH_VERSION_MAJOR) + "." +
                       std::to_string(TORCH_VERSION_MINOR));
   if (info->gxx_abi_version != __GXX_ABI_VERSION || info->cxx11_abi != _GLIBCXX_USE_CXX11_ABI)
     throw PluginError(name + ": built with another C++ ABI (GXX ABI " +
                       std::to_string(info->gxx_abi_version) + ", CXX11 ABI " +
-                      std::to_string(info->cxx11_abi) + "; induct: " +
-                      std::to_string(__GXX_ABI_VERSION) + ", " +
+                      std::to_string(info->cxx11_abi) +
+                      "; induct: " + std::to_string(__GXX_ABI_VERSION) + ", " +
                       std::to_string(_GLIBCXX_USE_CXX11_ABI) + ")");
   if (!info->register_components || !info->plugin_name)
     throw PluginError(name + ": plugin info has no name or no register function");
 
-  Loading loading{name, info->plugin_name, info->plugin_version ? info->plugin_version : "", library,
-                  {}, {}};
+  Loading loading{
+      name, info->plugin_name, info->plugin_version ? info->plugin_version : "", library, {}, {}};
   loading_ = &loading;
   try {
     info->register_components(*this);
@@ -244,8 +244,8 @@ namespace {
 std::string unknown_message(const std::string& kind, const std::string& name,
                             const std::string& available,
                             const std::vector<LoadProblem>& problems) {
-  std::string message = "unknown " + kind + " '" + name + "' (available " + kind + "s: " +
-                        available + ")";
+  std::string message =
+      "unknown " + kind + " '" + name + "' (available " + kind + "s: " + available + ")";
   if (!problems.empty()) {
     message += "; " + std::to_string(problems.size()) + " plugin librar" +
                (problems.size() == 1 ? "y was" : "ies were") + " refused:";

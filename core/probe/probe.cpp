@@ -46,8 +46,8 @@ LinearProbe fit_probe(const torch::Tensor& x_in, const torch::Tensor& labels, in
       torch::optim::LBFGSOptions(1).max_iter(settings.iterations).line_search_fn("strong_wolfe"));
   auto closure = [&] {
     optimizer.zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(torch::nn::functional::linear(features, weight, bias),
-                                                     labels) +
+    auto loss = torch::nn::functional::cross_entropy(
+                    torch::nn::functional::linear(features, weight, bias), labels) +
                 settings.l2 * weight.pow(2).sum();
     loss.backward();
     return loss;
@@ -63,7 +63,8 @@ double majority_share(const torch::Tensor& labels, int64_t classes) {
   return torch::bincount(labels.flatten(), {}, classes).max().item<double>() / labels.numel();
 }
 
-torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens, Hooks::Handler handler) {
+torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens,
+                                 Hooks::Handler handler) {
   struct Clear {
     Hooks& hooks;
     ~Clear() { hooks.clear(); }
@@ -92,8 +93,8 @@ torch::Tensor run_edited(SequenceModel& model, const torch::Tensor& tokens, cons
   });
 }
 
-torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
-                          int64_t position, const torch::Tensor& value) {
+torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens,
+                          const std::string& hook, int64_t position, const torch::Tensor& value) {
   return run_edited(model, tokens, hook, [&](const torch::Tensor& x) {
     auto patched = x.clone();
     patched.select(1, position).copy_(value);

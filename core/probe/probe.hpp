@@ -45,7 +45,8 @@ double majority_share(const torch::Tensor& labels, int64_t classes);
 // The model's logits for tokens [B, T] with `handler` on its hooks, in eval mode without
 // gradients; the handler is cleared afterwards, also when forward throws. What every reading
 // below (and model_hook_names) runs.
-torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens, Hooks::Handler handler);
+torch::Tensor forward_with_hooks(SequenceModel& model, const torch::Tensor& tokens,
+                                 Hooks::Handler handler);
 
 // Every hook point's activation for tokens [B, T], in eval mode without gradients; with
 // `order`, also the names in the order the forward pass reaches them (input to output).
@@ -57,8 +58,8 @@ std::map<std::string, torch::Tensor> record_hooks(SequenceModel& model, const to
 // cleared afterwards.
 torch::Tensor run_edited(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
                          const std::function<torch::Tensor(const torch::Tensor&)>& edit);
-torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens, const std::string& hook,
-                          int64_t position, const torch::Tensor& value);
+torch::Tensor run_patched(SequenceModel& model, const torch::Tensor& tokens,
+                          const std::string& hook, int64_t position, const torch::Tensor& value);
 
 // The share of the clean-corrupted gap a patch recovers, for one logit difference per pair
 // (e.g. clean answer minus corrupted answer at the readout): sum(patched - corrupted) /

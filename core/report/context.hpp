@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "report/nstar_marks.hpp"
-#include "util/table.hpp"
 #include "store/store.hpp"
+#include "util/table.hpp"
 
 namespace induct {
 
@@ -29,7 +29,8 @@ struct RowKey {
   int model_rank, format_rank, task_rank;
   std::string model, format, task;
   bool operator<(const RowKey& o) const {
-    return std::tie(model_rank, format_rank, task_rank) < std::tie(o.model_rank, o.format_rank, o.task_rank);
+    return std::tie(model_rank, format_rank, task_rank) <
+           std::tie(o.model_rank, o.format_rank, o.task_rank);
   }
 };
 
@@ -70,7 +71,8 @@ struct ReportContext {
   std::vector<StoredOutcome> outcomes;  // every outcome, in the order stored
   // The row of a cell's task, model and format (model labels name only the options that tell
   // models apart within a column).
-  std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)> row_of;
+  std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)>
+      row_of;
   std::vector<std::string> index;  // report.md's lines
   std::vector<Figure> figures;     // drawn after every kind has reported
 

@@ -1,4 +1,5 @@
 #include "report/nstar_marks.hpp"
+
 #include "util/text.hpp"
 
 namespace induct {

@@ -12,9 +12,9 @@
 #include "options_yaml.hpp"
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
-#include "util/table.hpp"
 #include "train/trial.hpp"
 #include "util/files.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -64,8 +64,9 @@ std::vector<const StoredOutcome*> ReportContext::latest(const std::string& kind)
 
 void ReportContext::write_table(const std::string& stem, const std::string& title,
                                 const std::string& note, const Table& table) {
-  write_file_atomically((dir / (stem + ".md")).string(),
-                        "# " + title + "\n\n" + (note.empty() ? "" : note + "\n\n") + table.markdown());
+  write_file_atomically(
+      (dir / (stem + ".md")).string(),
+      "# " + title + "\n\n" + (note.empty() ? "" : note + "\n\n") + table.markdown());
   write_file_atomically((dir / (stem + ".csv")).string(), table.csv());
   index.push_back("- [" + title + "](" + stem + ".md) ([CSV](" + stem + ".csv))");
 }
@@ -100,7 +101,8 @@ class ModelLabels {
 
  private:
   // model name -> option -> column -> values seen
-  std::map<std::string, std::map<std::string, std::map<std::string, std::set<std::string>>>> values_;
+  std::map<std::string, std::map<std::string, std::map<std::string, std::set<std::string>>>>
+      values_;
 };
 
 class Ranks {
@@ -126,7 +128,8 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   std::string data;
   for (const auto& s : f.series) {
     data += "# " + s.title + "\n";
-    for (const auto& [x, y] : s.points) data += format_number(x, 10) + " " + format_number(y, 10) + "\n";
+    for (const auto& [x, y] : s.points)
+      data += format_number(x, 10) + " " + format_number(y, 10) + "\n";
     data += "\n\n";
   }
   write_file_atomically((dir / (f.stem + ".dat")).string(), data);
@@ -140,7 +143,8 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   script += "set xlabel " + quote(f.xlabel) + "\nset ylabel " + quote(f.ylabel) + "\n";
   // A label at every decade, from 10^0.
   if (f.logy) script += "set logscale y\nset ytics 10\nset mytics 10\nset format y '10^{%T}'\n";
-  if (!f.y2label.empty()) script += "set y2label " + quote(f.y2label) + "\nset y2tics\nset ytics nomirror\n";
+  if (!f.y2label.empty())
+    script += "set y2label " + quote(f.y2label) + "\nset y2tics\nset ytics nomirror\n";
   script += "set key top left noenhanced\nset grid\n" + f.extra;
   for (const char* terminal : {"pngcairo size 960,600", "svg size 960,600"}) {
     const std::string extension = std::string(terminal).rfind("png", 0) == 0 ? "png" : "svg";
@@ -152,23 +156,30 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   const std::string command = "cd " + quote(dir.string()) + " && gnuplot " + quote(f.stem + ".gp") +
                               " > " + quote(f.stem + ".log") + " 2>&1";
   const bool ok = std::system(command.c_str()) == 0;
-  if (ok) index.push_back("- ![" + f.title + "](figures/" + f.stem + ".png) ([SVG](figures/" + f.stem + ".svg))");
+  if (ok)
+    index.push_back("- ![" + f.title + "](figures/" + f.stem + ".png) ([SVG](figures/" + f.stem +
+                    ".svg))");
   return ok;
 }
 
 }  // namespace
 
 std::vector<std::string> trial_columns() {
-  return {"N", "lr", "seed", "status", "steps", "best val loss", "final-state acc", "token acc",
-          "seconds"};
+  return {"N",         "lr",     "seed", "status", "steps", "best val loss", "final-state acc",
+          "token acc", "seconds"};
 }
 
 std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
   const bool measured = r.finished();
-  return {std::to_string(t.n), format_number(t.lr, 3), std::to_string(t.seed), to_string(r.status),
-          std::to_string(r.steps), measured ? format_number(r.best_loss, 4) : "-",
+  return {std::to_string(t.n),
+          format_number(t.lr, 3),
+          std::to_string(t.seed),
+          to_string(r.status),
+          std::to_string(r.steps),
+          measured ? format_number(r.best_loss, 4) : "-",
           measured ? format_number(r.last.final_accuracy, 4) : "-",
-          measured ? format_number(r.last.token_accuracy, 4) : "-", format_number(r.seconds, 3)};
+          measured ? format_number(r.last.token_accuracy, 4) : "-",
+          format_number(r.seconds, 3)};
 }
 
 bool nstar_certified(const YAML::Node& outcome) {
@@ -222,19 +233,19 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
     if (have_gnuplot) {
       index.push_back("\n## Figures\n");
       for (const auto& f : figures)
-        if (render(f, dir / "figures", index)) drawn_paths.push_back(dir / "figures" / (f.stem + ".png"));
+        if (render(f, dir / "figures", index))
+          drawn_paths.push_back(dir / "figures" / (f.stem + ".png"));
     } else if (log) {
       *log << "note: gnuplot is not installed; figures skipped (apt-get install gnuplot-nox)\n";
     }
   }
   if (index.empty()) return;
   write_file_atomically((dir / "report.md").string(),
-                        "# Results\n\nDrawn from `results.sqlite` by `induct report`.\n\n" +
-                            [&] {
-                              std::string s;
-                              for (const auto& line : index) s += line + "\n";
-                              return s;
-                            }());
+                        "# Results\n\nDrawn from `results.sqlite` by `induct report`.\n\n" + [&] {
+                          std::string s;
+                          for (const auto& line : index) s += line + "\n";
+                          return s;
+                        }());
   if (log) {
     *log << "report: " << (dir / "report.md").string() << " (" << figures.size() << " figure(s)"
          << (have_gnuplot ? ", " + std::to_string(drawn_paths.size()) + " drawn" : "") << ")\n";

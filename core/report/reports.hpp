@@ -3,12 +3,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
-#include <iosfwd>
 
-#include "util/table.hpp"
 #include "store/store.hpp"
+#include "util/table.hpp"
 
 namespace induct {
 

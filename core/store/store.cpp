@@ -92,7 +92,8 @@ class BusyWait {
 
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql, const std::filesystem::path& file) : db_(db), file_(file) {
+  Statement(sqlite3* db, const char* sql, const std::filesystem::path& file)
+      : db_(db), file_(file) {
     BusyWait wait(file_);
     int rc;
     while ((rc = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr)) == SQLITE_BUSY) wait.once_more();
@@ -118,7 +119,7 @@ class Statement {
       if (rc == SQLITE_ROW) return started_ = true;
       if (rc == SQLITE_DONE) return false;
       if (rc != SQLITE_BUSY || started_) fail();  // a scan that has returned rows is not retried
-      sqlite3_reset(stmt_);  // keeps the bindings
+      sqlite3_reset(stmt_);                       // keeps the bindings
       wait.once_more();
     }
   }
@@ -242,7 +243,12 @@ void Store::put_outcome(const StoredOutcome& o) {
               "INSERT OR REPLACE INTO outcomes (key, study, kind, label, value, created) "
               "VALUES (?, ?, ?, ?, ?, ?)",
               file_);
-  q.text(1, o.key).text(2, o.study).text(3, o.kind).text(4, o.label).text(5, dump(o.value)).text(6, now_utc());
+  q.text(1, o.key)
+      .text(2, o.study)
+      .text(3, o.kind)
+      .text(4, o.label)
+      .text(5, dump(o.value))
+      .text(6, now_utc());
   q.step();
 }
 
@@ -277,11 +283,11 @@ std::vector<StoredTrial> Store::all() const {
   std::vector<StoredTrial> rows;
   while (q.step()) {
     const std::string key = q.column_text(0);
-    rows.push_back({key, q.column_text(1),
-                    decode_row(file_, "trials", key, "spec", q.column_text(2), TrialSpec::from_yaml),
-                    decode_row(file_, "trials", key, "result", q.column_text(3),
-                               TrialResult::from_yaml),
-                    q.column_text(4)});
+    rows.push_back(
+        {key, q.column_text(1),
+         decode_row(file_, "trials", key, "spec", q.column_text(2), TrialSpec::from_yaml),
+         decode_row(file_, "trials", key, "result", q.column_text(3), TrialResult::from_yaml),
+         q.column_text(4)});
   }
   return rows;
 }

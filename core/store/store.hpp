@@ -25,7 +25,7 @@ struct StoredTrial {
 // What a study concluded about one cell (an N* search, a sharing factor, a length
 // generalization curve), as YAML. Reports are drawn from these and from the trials.
 struct StoredOutcome {
-  std::string key;   // hash of (kind, the cell, the settings that decide the outcome)
+  std::string key;  // hash of (kind, the cell, the settings that decide the outcome)
   std::string study;
   std::string kind;  // nstar | sharing | lengthgen
   std::string label;

@@ -31,7 +31,8 @@ class Study {
     (void)cell;
   }
   // The cells it trains for one cell of the file, prepared (default: that cell).
-  virtual std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const;
+  virtual std::vector<PreparedCell> expand(const CellSpec& spec,
+                                           const PluginRegistry& registry) const;
   // At most this many training-set sizes per prepared cell (`induct validate`'s estimate).
   virtual size_t sizes_per_cell() const { return 1; }
   // Runs the study; returns the exit code (0, or 1 when some trial stopped with an error:

@@ -33,16 +33,16 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   prepared.max_length = data.format->sequence_length(max_actions > 0 ? max_actions : spec.L);
   // Built on the CPU only to resolve its options and check its output shape.
   auto model = make_model_checked(registry, spec.model,
-                                  {prepared.vocab_size, prepared.max_length, data.vocab.pad()},
-                                  0, torch::kCPU);
+                                  {prepared.vocab_size, prepared.max_length, data.vocab.pad()}, 0,
+                                  torch::kCPU);
   for (const auto& p : model->parameters()) prepared.parameters += p.numel();
   {
     // Once per (plugin, resolved options, shape): a study's cells share a few models.
     static std::set<std::string> causal;
     const std::string who = model_who(registry, spec.model_name);
-    const std::string key = who + flow(yaml::resolved(spec.model)) + " " +
-                            std::to_string(prepared.vocab_size) + " " +
-                            std::to_string(std::min<int64_t>(prepared.max_length, kCausalCheckLength));
+    const std::string key =
+        who + flow(yaml::resolved(spec.model)) + " " + std::to_string(prepared.vocab_size) + " " +
+        std::to_string(std::min<int64_t>(prepared.max_length, kCausalCheckLength));
     if (!causal.count(key)) {
       check_causal(*model, {prepared.vocab_size, prepared.max_length, data.vocab.pad()},
                    torch::kCPU, who);
@@ -91,9 +91,9 @@ std::vector<int> LengthMultiples::lengths(int L) const {
 void LengthMultiples::check(const Options& root, int L) const {
   const double longest = *std::max_element(multiples.begin(), multiples.end()) * L;
   if (longest > kMaxLength)
-    root.section(section).fail(key, "reads sequences of length " + std::to_string(std::lround(longest)) +
-                                        " at L = " + std::to_string(L) + "; at most " +
-                                        std::to_string(kMaxLength));
+    root.section(section).fail(
+        key, "reads sequences of length " + std::to_string(std::lround(longest)) +
+                 " at L = " + std::to_string(L) + "; at most " + std::to_string(kMaxLength));
 }
 
 PreparedCell LengthMultiples::prepare(const CellSpec& spec, const PluginRegistry& registry) const {
@@ -179,9 +179,9 @@ std::string describe_cell(const PreparedCell& p) {
 
 StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,
                            const PluginRegistry& registry) {
-  const uint64_t n = std::max<uint64_t>(std::min<uint64_t>(cell.n > 0 ? cell.n : cell.plan.n_max, 640), 1);
-  TrialSpec trial = make_trial(study, cell, n, study.learning_rates.front(),
-                               study.seeds.front());
+  const uint64_t n =
+      std::max<uint64_t>(std::min<uint64_t>(cell.n > 0 ? cell.n : cell.plan.n_max, 640), 1);
+  TrialSpec trial = make_trial(study, cell, n, study.learning_rates.front(), study.seeds.front());
   trial.training.stall_window = 0;
   trial.training.epsilon = 0;  // never stops as a success
   auto run = [&](int64_t steps) {

@@ -68,7 +68,9 @@ const StudyKinds& study_kind_reader() {
         return study;
       },
       [](const Study& study) { return study.cell_keys(); },
-      [](const Study& study, const Options& root, const CellSpec& cell) { study.check_cell(root, cell); },
+      [](const Study& study, const Options& root, const CellSpec& cell) {
+        study.check_cell(root, cell);
+      },
   };
   return reader;
 }
@@ -101,7 +103,8 @@ StudyConfig load_study_text(const std::string& text, const std::string& name,
   return read_study_text(text, name, overrides, study_kind_reader());
 }
 
-std::vector<PreparedCell> Study::expand(const CellSpec& spec, const PluginRegistry& registry) const {
+std::vector<PreparedCell> Study::expand(const CellSpec& spec,
+                                        const PluginRegistry& registry) const {
   return {prepare_cell(spec, registry)};
 }
 

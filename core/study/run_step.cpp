@@ -10,7 +10,8 @@
 namespace induct {
 
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial) {
-  return checkpoint_path(std::filesystem::absolute(run.out_dir / "checkpoints").string(), trial.key());
+  return checkpoint_path(std::filesystem::absolute(run.out_dir / "checkpoints").string(),
+                         trial.key());
 }
 
 StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const StepOptions& options,
@@ -54,8 +55,8 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
   size_t done = 0;
   double best = std::numeric_limits<double>::infinity();
   auto show = [&] {
-    std::string line = context + " | " + std::to_string(done) + "/" + std::to_string(pending.size()) +
-                       " trials";
+    std::string line =
+        context + " | " + std::to_string(done) + "/" + std::to_string(pending.size()) + " trials";
     if (std::isfinite(best)) line += ", best loss " + format_number(best, 3);
     for (const auto& [i, state] : live)
       line += " | " + pending[i].configuration() + " step " + std::to_string(state.step);

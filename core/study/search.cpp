@@ -1,10 +1,9 @@
 #include "study/search.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <stdexcept>
-
-#include <climits>
 
 namespace induct {
 

@@ -187,7 +187,8 @@ class Searches final : public TrialSource {
 
   void on_abandoned(size_t ticket, const TrialResult& result) override {
     const Ref ref = tickets_.at(ticket);
-    run_.store.put(config_.name, ref.step->slots[ref.slot].trial, result);  // a record: rerun on resume
+    run_.store.put(config_.name, ref.step->slots[ref.slot].trial,
+                   result);  // a record: rerun on resume
   }
 
   std::vector<size_t> on_done(size_t ticket, const TrialResult& result) override {
@@ -209,8 +210,8 @@ class Searches final : public TrialSource {
     std::vector<size_t> cancel;
     if (result.status == TrialStatus::kError) {
       ++step.errors;
-      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + " " + slot.trial.configuration() +
-                        ": error: " + result.error);
+      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + " " +
+                        slot.trial.configuration() + ": error: " + result.error);
     }
     if (!step.decided) {  // a late result of a cancelled step says little about the order
       learn(s, slot.config, step.number, result);
@@ -295,9 +296,10 @@ class Searches final : public TrialSource {
       s.record.certified = proven;
       return true;
     }
-    run_.progress.log(s.context + " | N=" + std::to_string(n) + ": " + std::to_string(judged) +
-                      " of " + std::to_string(own->slots.size()) +
-                      " configurations were stopped by the failure detector; certifying without it");
+    run_.progress.log(
+        s.context + " | N=" + std::to_string(n) + ": " + std::to_string(judged) + " of " +
+        std::to_string(own->slots.size()) +
+        " configurations were stopped by the failure detector; certifying without it");
     open_step(s, n, own);
     return false;
   }
@@ -422,8 +424,8 @@ class Searches final : public TrialSource {
       const Slot& slot = ref.step->slots[ref.slot];
       line += " | cell " + std::to_string(ref.search->index + 1) + " step " +
               std::to_string(ref.step->number) + (ref.step->certifying ? " (certify)" : "") +
-              " N=" + std::to_string(ref.step->n) + " " +
-              slot.trial.configuration() + " at " + std::to_string(slot.live_step);
+              " N=" + std::to_string(ref.step->n) + " " + slot.trial.configuration() + " at " +
+              std::to_string(slot.live_step);
       if (std::isfinite(slot.live_best)) line += " loss " + format_number(slot.live_best, 3);
     }
     line += " | " + format_duration(run_.progress.elapsed());

@@ -8,12 +8,12 @@
 
 #include "config/study_config.hpp"
 #include "data/dataset.hpp"
+#include "exec/runner.hpp"
 #include "plugin/registry.hpp"
 #include "store/store.hpp"
 #include "study/kind.hpp"
 #include "study/progress.hpp"
 #include "study/search.hpp"
-#include "exec/runner.hpp"
 #include "train/trial.hpp"
 
 namespace induct {
@@ -28,7 +28,7 @@ struct PreparedCell {
   int64_t vocab_size = 0;
   int64_t max_length = 0;  // tokens
   int64_t parameters = 0;
-  uint64_t n = 0;          // kinds that read N (CellKeys::n): N (0: N_max)
+  uint64_t n = 0;  // kinds that read N (CellKeys::n): N (0: N_max)
   DataPlan plan;
   std::string plugin_versions;
   std::string key() const;  // hash of the resolved cell and plugin versions
@@ -75,7 +75,7 @@ std::string describe_cell(const PreparedCell& cell);
 // the data and the final evaluation cancel out (Short-to-Long at that N trains on its shortest
 // sequences). NaN when the runs give no difference (a configuration that diverges at once).
 struct StepRate {
-  uint64_t n = 0;      // the training-set size it was measured at
+  uint64_t n = 0;  // the training-set size it was measured at
   double per_second = 0;
 };
 StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,
@@ -102,7 +102,7 @@ TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, 
 // the store are reused; the rest run. `context` prefixes the status line.
 struct StepOptions {
   bool first_success = false;  // the first success cancels the others (it decides the step)
-  YamlMap measurements;        // name -> settings, taken after each training (train/measurement.hpp)
+  YamlMap measurements;  // name -> settings, taken after each training (train/measurement.hpp)
   // kSave: keep each trained model in OUT/checkpoints/ (for rerunning or extending what a study
   // read from it); kRequire: also train a stored trial again when its checkpoint is missing
   // (the same result, now saved), for studies that read the models themselves.

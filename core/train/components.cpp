@@ -5,11 +5,10 @@
 #include <torch/utils.h>
 
 #include <filesystem>
-
 #include <sstream>
 
-#include "options_yaml.hpp"
 #include "data/language.hpp"
+#include "options_yaml.hpp"
 #include "train/measurement.hpp"
 
 namespace induct {
@@ -64,10 +63,10 @@ void check_causal(SequenceModel& model, const ModelShape& shape, torch::Device d
   const double tolerance = 1e-4 * (1 + logits[0].abs().max().item<double>());
   for (size_t k = 0; k < positions.size(); ++k) {
     const int64_t p = positions[k];
-    torch::Tensor diff = (logits[static_cast<int64_t>(k) + 1].narrow(0, 0, p) -
-                          logits[0].narrow(0, 0, p))
-                             .abs()
-                             .amax(1);
+    torch::Tensor diff =
+        (logits[static_cast<int64_t>(k) + 1].narrow(0, 0, p) - logits[0].narrow(0, 0, p))
+            .abs()
+            .amax(1);
     const double largest = diff.max().item<double>();
     if (largest <= tolerance) continue;
     const int64_t t = (diff > tolerance).nonzero()[0][0].item<int64_t>();
@@ -138,9 +137,9 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
     const std::string message = e.what();
     if (message.find("alloc") == std::string::npos) throw;
     // torch appends its C++ backtrace after the first line.
-    throw ConfigError(section.where("name") + ": model " + yaml::flow(yaml::raw(section)) +
-                      " does not fit in memory (lower its sizes): " +
-                      message.substr(0, message.find('\n')));
+    throw ConfigError(
+        section.where("name") + ": model " + yaml::flow(yaml::raw(section)) +
+        " does not fit in memory (lower its sizes): " + message.substr(0, message.find('\n')));
   }
   section.reject_unknown_keys("model '" + name + "'");
   const std::string who = model_who(registry, name);
@@ -155,9 +154,8 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
     model->train();
     const std::vector<int64_t> expected{2, shape.max_length, shape.vocab_size};
     if (logits.sizes().vec() != expected)
-      throw PluginError(who + ": forward returned logits of shape " +
-                        shape_string(logits.sizes()) + ", expected " + shape_string(expected) +
-                        " ([batch, time, vocabulary])");
+      throw PluginError(who + ": forward returned logits of shape " + shape_string(logits.sizes()) +
+                        ", expected " + shape_string(expected) + " ([batch, time, vocabulary])");
     if (!logits.is_floating_point())
       throw PluginError(who + ": forward returned non-floating logits");
   } catch (const PluginError&) {
@@ -194,16 +192,17 @@ CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
 }
 
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer, SplitCache* cache, const Measurements* measurements) {
+                      TrainObserver* observer, SplitCache* cache,
+                      const Measurements* measurements) {
   CellData cell = make_cell_data(registry, spec.cell);
-  Split split = cache ? cache->get(cell.data, spec.n, spec.seed)
-                      : make_split(cell.data, spec.n, spec.seed);
+  Split split =
+      cache ? cache->get(cell.data, spec.n, spec.seed) : make_split(cell.data, spec.n, spec.seed);
   ExampleSet train(split.train, *cell.transitions, *cell.format, cell.vocab);
   ExampleSet validation(split.validation, *cell.transitions, *cell.format, cell.vocab);
   const torch::Device device(spec.device);
-  auto model = make_model_checked(registry, yaml::from_node(spec.cell.model, "<trial model>"),
-                                  {cell.vocab.size(), spec.max_length, cell.vocab.pad()},
-                                  spec.seed, device);
+  auto model =
+      make_model_checked(registry, yaml::from_node(spec.cell.model, "<trial model>"),
+                         {cell.vocab.size(), spec.max_length, cell.vocab.pad()}, spec.seed, device);
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
   StateFile state;
@@ -214,8 +213,8 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
     state.keep_final = spec.keep_states == "failed";
     state.keep_stopped = spec.keep_states == "failed" || spec.keep_states == "stopped";
   }
-  TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device, observer,
-                                   spec.state_dir.empty() ? nullptr : &state);
+  TrialResult result = train_model(*model, data, spec.training, spec.lr, spec.seed, device,
+                                   observer, spec.state_dir.empty() ? nullptr : &state);
   if (result.status == TrialStatus::kCancelled) return result;
   const YAML::Node asked = spec.measurements.clone();
   if (asked.size() > 0) {
@@ -228,7 +227,8 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
       result.measurements.set(name, measure(context, entry.second));
     }
   }
-  if (!spec.checkpoint_dir.empty()) save_checkpoint(*model, checkpoint_path(spec.checkpoint_dir, spec.key()));
+  if (!spec.checkpoint_dir.empty())
+    save_checkpoint(*model, checkpoint_path(spec.checkpoint_dir, spec.key()));
   return result;
 }
 

@@ -2,9 +2,9 @@
 // used by the coordinator (to validate a study before it runs) and by the workers.
 #pragma once
 
-#include <memory>
-
 #include <torch/types.h>
+
+#include <memory>
 
 #include "data/dataset.hpp"
 #include "data/transitions.hpp"

@@ -43,7 +43,7 @@ std::pair<double, double> decode_greedily(SequenceModel& model, const ExampleSet
       generated.push_back(next);
       if (k + 1 < n) sequence = torch::cat({sequence, next.unsqueeze(1)}, 1);
     }
-    auto predicted = torch::stack(generated, 1);                 // [B, n]
+    auto predicted = torch::stack(generated, 1);  // [B, n]
     auto right = predicted.eq(answers);
     tokens_right += right.sum().item<double>() / n;
     finals_right += right.select(1, n - 1).sum().item<double>();
@@ -63,7 +63,8 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
   std::vector<LengthMetrics> out;
   int longest = 0;
   for (int n : lengths) longest = std::max(longest, n);
-  const auto language = cell.data.language ? Language::of(*cell.transitions, longest, "task") : nullptr;
+  const auto language =
+      cell.data.language ? Language::of(*cell.transitions, longest, "task") : nullptr;
   for (int n : lengths) {
     LengthStream stream(cell.vocab.actions, n, derive_seed(seed, {kGeneralization, uint64_t(n)}),
                         LengthStream::kDenseLimit, language);

@@ -8,14 +8,17 @@
 
 namespace induct {
 
-std::vector<std::string> model_hook_names(const PluginRegistry& registry, const std::string& model) {
-  const Options section = yaml::from_node(YAML::Load("{name: " + model + "}"), "<default " + model + ">");
+std::vector<std::string> model_hook_names(const PluginRegistry& registry,
+                                          const std::string& model) {
+  const Options section =
+      yaml::from_node(YAML::Load("{name: " + model + "}"), "<default " + model + ">");
   auto built = make_model_checked(registry, section, {4, 4, 3}, 0, torch::kCPU);
   std::vector<std::string> names;
-  forward_with_hooks(*built, torch::zeros({1, 4}, torch::kLong), [&](const std::string& name, const torch::Tensor& x) {
-    names.push_back(name);
-    return x;
-  });
+  forward_with_hooks(*built, torch::zeros({1, 4}, torch::kLong),
+                     [&](const std::string& name, const torch::Tensor& x) {
+                       names.push_back(name);
+                       return x;
+                     });
   return names;
 }
 

@@ -4,12 +4,11 @@
 // result: TrialResult::measurements), so the generic trial knows none of them.
 #pragma once
 
+#include <c10/core/Device.h>  // not torch/types.h: exec/pool.hpp includes this header
 #include <yaml-cpp/yaml.h>
 
 #include <map>
 #include <string>
-
-#include <c10/core/Device.h>  // not torch/types.h: exec/pool.hpp includes this header
 
 #include "train/trial.hpp"
 

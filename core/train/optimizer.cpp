@@ -34,7 +34,8 @@ FlatAdam::FlatAdam(std::vector<torch::Tensor> parameters, double lr, double beta
   int64_t total = 0;
   for (const auto& p : parameters_) {
     if (!p.is_floating_point()) throw std::invalid_argument("FlatAdam: a non-float parameter");
-    if (p.scalar_type() != parameters_.front().scalar_type() || p.device() != parameters_.front().device())
+    if (p.scalar_type() != parameters_.front().scalar_type() ||
+        p.device() != parameters_.front().device())
       throw std::invalid_argument("FlatAdam: parameters of mixed dtypes or devices");
     total += p.numel();
   }
@@ -57,7 +58,8 @@ FlatAdam::FlatAdam(std::vector<torch::Tensor> parameters, double lr, double beta
 
 void FlatAdam::zero_grad() { grads_.zero_(); }
 
-void FlatAdam::restore(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq, int64_t steps) {
+void FlatAdam::restore(const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                       int64_t steps) {
   if (exp_avg.sizes() != exp_avg_.sizes() || exp_avg_sq.sizes() != exp_avg_sq_.sizes())
     throw std::invalid_argument("FlatAdam::restore: moments of " + std::to_string(exp_avg.numel()) +
                                 " values for " + std::to_string(exp_avg_.numel()) + " parameters");

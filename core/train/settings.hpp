@@ -14,7 +14,8 @@ struct TrainSettings {
   int64_t eval_every = 100;
   int64_t eval_batch_size = 500;
   double epsilon = 1e-4;
-  bool curriculum = true;  // Short-to-Long batches in ascending length (docs/method.md section 2, a project decision)
+  bool curriculum = true;  // Short-to-Long batches in ascending length (docs/method.md section 2, a
+                           // project decision)
   // Failure detector (project extension, off by default and in paper-faithful configs; the
   // rules and their validation: docs/performance.md, "Failure detector"). 0: off. A
   // configuration is stopped as failed, with the rule that stopped it recorded, when

@@ -1,12 +1,10 @@
 #include "train/trainer.hpp"
 
-#include <induct/nn/loss.hpp>
-#include <torch/nn/functional/activation.h>
-#include <torch/utils.h>
-
 #include <ATen/Context.h>
+#include <torch/nn/functional/activation.h>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <induct/nn/loss.hpp>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -39,8 +38,8 @@ Batch make_batch(const ExampleSet& set, const int64_t* order, size_t count, int6
   return batch;
 }
 
-EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
-                     int64_t batch_size, torch::Device device) {
+EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad, int64_t batch_size,
+                     torch::Device device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -60,18 +59,19 @@ EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
     const size_t count = std::min<size_t>(batch_size, set.size() - start);
     Batch batch = make_batch(set, order.data() + start, count, pad, pinned);
     torch::Tensor targets = batch.targets.to(device, /*non_blocking=*/true);
-    torch::Tensor logits =
-        model.forward(batch.tokens.to(device, /*non_blocking=*/true)).to(torch::kFloat);  // [B, W, V]
-    torch::Tensor mask = targets.ne(kNoTarget);                                        // [B, W]
+    torch::Tensor logits = model.forward(batch.tokens.to(device, /*non_blocking=*/true))
+                               .to(torch::kFloat);  // [B, W, V]
+    torch::Tensor mask = targets.ne(kNoTarget);     // [B, W]
     torch::Tensor safe = targets.clamp_min(0);
     torch::Tensor nll = -torch::log_softmax(logits, -1).gather(2, safe.unsqueeze(2)).squeeze(2);
-    nll = nll.masked_fill(~mask, 0);                                                   // [B, W]
-    torch::Tensor correct = logits.argmax(-1).eq(targets).logical_and(mask);           // [B, W]
-    torch::Tensor final_pos = torch::empty({static_cast<int64_t>(count)},
-                                           torch::TensorOptions(torch::kLong).pinned_memory(pinned));
-    for (size_t i = 0; i < count; ++i) final_pos.data_ptr<int64_t>()[i] = set.final_position(start + i);
+    nll = nll.masked_fill(~mask, 0);                                          // [B, W]
+    torch::Tensor correct = logits.argmax(-1).eq(targets).logical_and(mask);  // [B, W]
+    torch::Tensor final_pos = torch::empty(
+        {static_cast<int64_t>(count)}, torch::TensorOptions(torch::kLong).pinned_memory(pinned));
+    for (size_t i = 0; i < count; ++i)
+      final_pos.data_ptr<int64_t>()[i] = set.final_position(start + i);
     torch::Tensor final_index = final_pos.to(device, /*non_blocking=*/true).unsqueeze(1);
-    torch::Tensor final_correct = correct.gather(1, final_index).squeeze(1);            // [B]
+    torch::Tensor final_correct = correct.gather(1, final_index).squeeze(1);  // [B]
 
     loss_sums.push_back(nll.sum(1));
     position_counts.push_back(mask.sum(1));
@@ -79,10 +79,14 @@ EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
     final_flags.push_back(final_correct.to(torch::kLong));
   }
   if (!loss_sums.empty()) {
-    const torch::Tensor loss_sum = torch::cat(loss_sums).to(torch::kCPU, torch::kDouble).contiguous();
-    const torch::Tensor positions = torch::cat(position_counts).to(torch::kCPU, torch::kLong).contiguous();
-    const torch::Tensor correct_sum = torch::cat(correct_counts).to(torch::kCPU, torch::kLong).contiguous();
-    const torch::Tensor final_cpu = torch::cat(final_flags).to(torch::kCPU, torch::kLong).contiguous();
+    const torch::Tensor loss_sum =
+        torch::cat(loss_sums).to(torch::kCPU, torch::kDouble).contiguous();
+    const torch::Tensor positions =
+        torch::cat(position_counts).to(torch::kCPU, torch::kLong).contiguous();
+    const torch::Tensor correct_sum =
+        torch::cat(correct_counts).to(torch::kCPU, torch::kLong).contiguous();
+    const torch::Tensor final_cpu =
+        torch::cat(final_flags).to(torch::kCPU, torch::kLong).contiguous();
     for (size_t i = 0; i < set.size(); ++i) {
       Sums& s = by_length[set.length(i)];
       s.count += 1;
@@ -115,16 +119,20 @@ EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
 
 const char* to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kGoOn: return "";
-    case Verdict::kStalled: return "stalled";
-    case Verdict::kMemorised: return "memorised";
-    case Verdict::kPlateau: return "plateau";
+    case Verdict::kGoOn:
+      return "";
+    case Verdict::kStalled:
+      return "stalled";
+    case Verdict::kMemorised:
+      return "memorised";
+    case Verdict::kPlateau:
+      return "plateau";
   }
   return "";
 }
 
-Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
-                        double chance_loss, const TrainSettings& settings) {
+Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss, double chance_loss,
+                        const TrainSettings& settings) {
   const int64_t window = settings.stall_window;
   if (window <= 0 || history.empty()) return Verdict::kGoOn;
   const int64_t now = history.back().step;
@@ -151,7 +159,8 @@ Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
   // Falling on at stall_projection times the window's rate, where would it be at max_steps?
   const double rate = (std::log(best_then) - std::log(best_loss)) / static_cast<double>(span);
   const auto remaining = static_cast<double>(settings.max_steps - now);
-  return std::log(best_loss) - settings.stall_projection * rate * remaining > std::log(settings.epsilon)
+  return std::log(best_loss) - settings.stall_projection * rate * remaining >
+                 std::log(settings.epsilon)
              ? Verdict::kStalled
              : Verdict::kGoOn;
 }
@@ -182,8 +191,9 @@ struct SavedState {
   TrialResult result;  // steps, history, best loss, last evaluation and seconds so far
   torch::Tensor exp_avg, exp_avg_sq;
   int64_t adam_steps = 0;
-  std::array<uint64_t, 4> pass_rng{};  // the data order's generator before the current pass's shuffle
-  int64_t cursor = 0;                  // the next example of that pass
+  std::array<uint64_t, 4>
+      pass_rng{};      // the data order's generator before the current pass's shuffle
+  int64_t cursor = 0;  // the next example of that pass
   torch::Tensor cpu_generator, device_generator;
 };
 
@@ -195,7 +205,8 @@ torch::Tensor words_tensor(const std::array<uint64_t, 4>& words) {
 
 std::array<uint64_t, 4> tensor_words(const torch::Tensor& t) {
   std::array<uint64_t, 4> words{};
-  if (t.numel() != 4 || t.scalar_type() != torch::kLong) throw std::runtime_error("bad generator state");
+  if (t.numel() != 4 || t.scalar_type() != torch::kLong)
+    throw std::runtime_error("bad generator state");
   std::memcpy(words.data(), t.contiguous().data_ptr<int64_t>(), sizeof(words));
   return words;
 }
@@ -238,7 +249,8 @@ bool reaches(const std::vector<EvalPoint>& history, double chance, const TrainSe
     if (!std::isfinite(p.val_loss) || p.val_loss < settings.epsilon) return false;
     prefix.push_back(p);
     best = std::min(best, p.val_loss);
-    if (p.step < settings.max_steps && failure_verdict(prefix, best, chance, settings) != Verdict::kGoOn)
+    if (p.step < settings.max_steps &&
+        failure_verdict(prefix, best, chance, settings) != Verdict::kGoOn)
       return false;
   }
   return true;
@@ -331,7 +343,8 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   bool unreached = false;
   if (state) saved = read_state(*state, model, settings, result.chance_loss, device, unreached);
   model.train();
-  // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (docs/method.md section 4), over one flat buffer.
+  // Adam, betas 0.9/0.999, eps 1e-8, no weight decay (docs/method.md section 4), over one flat
+  // buffer.
   FlatAdam optimizer(model.parameters(), lr, 0.9, 0.999, 1e-8);
   Rng rng(derive_seed(seed, {kDataOrder}));
   const size_t n = data.train.size();
@@ -361,7 +374,8 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
     const double chance = result.chance_loss;
     result = saved->result;
     result.chance_loss = chance;
-    result.stalled = false;  // a detector's stop, where this training has no detector or a later one
+    result.stalled =
+        false;  // a detector's stop, where this training has no detector or a later one
     result.stopped_by.clear();
     earlier_seconds = result.seconds;
     saved_at = result.steps;
@@ -372,8 +386,9 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
     state = nullptr;
   }
   const auto save = [&] {
-    result.seconds = earlier_seconds + std::chrono::duration<double>(
-                                           std::chrono::steady_clock::now() - started).count();
+    result.seconds =
+        earlier_seconds +
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     write_state(*state, model, optimizer, pass_rng, static_cast<int64_t>(cursor), result, device);
     saved_at = result.steps;
   };
@@ -417,10 +432,11 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
     Batch batch = make_batch(data.train, order.data() + cursor, count, data.pad, pinned);
     cursor += count;
 
-    torch::Tensor logits = model.forward(batch.tokens.to(device, /*non_blocking=*/true));  // [B, W, V]
-    torch::Tensor loss = nn::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}),
-        batch.targets.to(device, /*non_blocking=*/true).reshape({-1}), kNoTarget);
+    torch::Tensor logits =
+        model.forward(batch.tokens.to(device, /*non_blocking=*/true));  // [B, W, V]
+    torch::Tensor loss =
+        nn::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                          batch.targets.to(device, /*non_blocking=*/true).reshape({-1}), kNoTarget);
     optimizer.zero_grad();
     loss.backward();
     optimizer.step();
@@ -464,8 +480,9 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
       std::filesystem::remove(state->path, ignored);
     }
   }
-  result.seconds = earlier_seconds + std::chrono::duration<double>(
-                                         std::chrono::steady_clock::now() - started).count();
+  result.seconds =
+      earlier_seconds +
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
 }
 

@@ -37,9 +37,10 @@ struct TrainData {
 // one leaves its final state when keep_final says so.
 struct StateFile {
   std::string path;
-  std::string trajectory;   // TrialSpec::trajectory_key(): checked before going on
-  int64_t every = 0;        // save at the first evaluation at least this many steps after the last (0: never mid-run)
-  bool keep_final = false;  // a failed training leaves its final state
+  std::string trajectory;  // TrialSpec::trajectory_key(): checked before going on
+  int64_t every =
+      0;  // save at the first evaluation at least this many steps after the last (0: never mid-run)
+  bool keep_final = false;    // a failed training leaves its final state
   bool keep_stopped = false;  // one the failure detector stopped does
 };
 
@@ -57,8 +58,8 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
 // alone, so a stored history replays to the verdict the trainer gave (bench/detector).
 enum class Verdict { kGoOn, kStalled, kMemorised, kPlateau };
 const char* to_string(Verdict verdict);  // "" for kGoOn, else the rule's name
-Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
-                        double chance_loss, const TrainSettings& settings);
+Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss, double chance_loss,
+                        const TrainSettings& settings);
 
 // The loss of predicting the marginal distribution of the set's targets (its entropy): the
 // validation loss of a model that has learned nothing about the sequences. ln 2 for parity
@@ -66,8 +67,8 @@ Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
 double chance_loss(const ExampleSet& set);
 
 // Loss, token accuracy and final-state accuracy (teacher forcing), overall and per length.
-EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad,
-                     int64_t batch_size, torch::Device device);
+EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad, int64_t batch_size,
+                     torch::Device device);
 
 // Examples order[0..count) as padded [B, W] token and target tensors, encoded now; in pinned
 // host memory when `pinned` (for a non-blocking copy to a GPU; needs a CUDA LibTorch).

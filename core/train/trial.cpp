@@ -62,7 +62,8 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
     // A table (a list of rows: a Cayley table) by its shape; the cell's key still has it all.
     const bool table = value.IsSequence() && value.size() > 0 && value[0].IsSequence();
     options += (options.empty() ? "" : ",") + key + "=" +
-               (table ? std::to_string(value.size()) + "x" + std::to_string(value[0].size()) : yaml::flow(value));
+               (table ? std::to_string(value.size()) + "x" + std::to_string(value[0].size())
+                      : yaml::flow(value));
   }
   return options.empty() ? label : label + "(" + options + ")";
 }
@@ -189,11 +190,16 @@ void TrialSpec::discard_state() const {
 
 const char* to_string(TrialStatus status) {
   switch (status) {
-    case TrialStatus::kSucceeded: return "succeeded";
-    case TrialStatus::kFailed: return "failed";
-    case TrialStatus::kDiverged: return "diverged";
-    case TrialStatus::kCancelled: return "cancelled";
-    case TrialStatus::kError: return "error";
+    case TrialStatus::kSucceeded:
+      return "succeeded";
+    case TrialStatus::kFailed:
+      return "failed";
+    case TrialStatus::kDiverged:
+      return "diverged";
+    case TrialStatus::kCancelled:
+      return "cancelled";
+    case TrialStatus::kError:
+      return "error";
   }
   return "error";
 }

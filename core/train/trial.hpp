@@ -72,8 +72,9 @@ struct TrialSpec {
   // Where the training keeps its state to go on from (run.state_every, run.keep_states;
   // docs/store.md): DIR/<trajectory key>.pt. Empty: no state. Paths and policies, not in the key.
   std::string state_dir;
-  int64_t state_every = 0;     // save at the first evaluation at least this many steps after the last
-  std::string keep_states;     // a failed training's final state: "stopped" (by the detector), "failed", "none"
+  int64_t state_every = 0;  // save at the first evaluation at least this many steps after the last
+  std::string keep_states;  // a failed training's final state: "stopped" (by the detector),
+                            // "failed", "none"
 
   YAML::Node to_yaml() const;
   static TrialSpec from_yaml(const YAML::Node& node);
@@ -121,14 +122,15 @@ TrialStatus trial_status_from(const std::string& text);
 struct TrialResult {
   TrialStatus status = TrialStatus::kError;
   int64_t steps = 0;
-  double best_loss = 0;  // best validation loss over all evaluations
-  EvalMetrics last;      // at the last evaluation
+  double best_loss = 0;                // best validation loss over all evaluations
+  EvalMetrics last;                    // at the last evaluation
   bool validated_on_training = false;  // the validation set was empty (tiny spaces)
   bool stalled = false;                // failed early: the failure detector stopped it
   std::string stopped_by;              // with stalled: the rule (stalled, memorised, plateau)
   double chance_loss = 0;              // the cell's chance loss (the detector's plateau)
-  double seconds = 0;    // of training, over every part when it went on from a saved state
-  int64_t resumed_at = 0;  // the step of the saved state it went on from (StateFile); 0: from the start
+  double seconds = 0;  // of training, over every part when it went on from a saved state
+  int64_t resumed_at =
+      0;  // the step of the saved state it went on from (StateFile); 0: from the start
   std::vector<EvalPoint> history;
   YamlMap measurements;  // name -> result, one per TrialSpec::measurements
   std::string error;

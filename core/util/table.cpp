@@ -84,5 +84,4 @@ std::string Table::csv() const {
   return out;
 }
 
-
 }  // namespace induct

@@ -23,7 +23,8 @@ std::string format_count(uint64_t n) {
   if (value < 9.95) {
     std::snprintf(buffer, sizeof buffer, "%.1f", value);
     std::string text = buffer;
-    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0)
+      text.resize(text.size() - 2);
     return text + units[unit];
   }
   std::snprintf(buffer, sizeof buffer, "%.0f", value);

@@ -1,11 +1,12 @@
 // An Elman RNN sequence model for induct: embedding, `layers` tanh RNN layers
 // (h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)), a linear head on every step.
 // Written only against the installed SDK (<induct/...>) and LibTorch.
-#include <induct/model.hpp>
-#include <induct/plugin.hpp>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/rnn.h>
+
+#include <induct/model.hpp>
+#include <induct/plugin.hpp>
 
 namespace {
 
@@ -22,7 +23,7 @@ class Elman final : public induct::SequenceModel {
   // tokens [B, T] -> logits [B, T, V]; an RNN only looks back, so it is causal.
   torch::Tensor forward(const torch::Tensor& tokens) override {
     // `hooks` shows layer outputs to the studies that read them (probes); a no-op otherwise.
-    auto x = hooks("embed", embed_(tokens));                          // [B, T, H]
+    auto x = hooks("embed", embed_(tokens));                    // [B, T, H]
     return head_(hooks("rnn", std::get<0>(rnn_->forward(x))));  // the last layer's states
   }
 
@@ -42,8 +43,8 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
 }
 
 void register_components(induct::Registrar& registrar) {
-  registrar.add_model("elman", "Elman (tanh) RNN with a linear head (options: hidden=128, layers=1)",
-                      make);
+  registrar.add_model("elman",
+                      "Elman (tanh) RNN with a linear head (options: hidden=128, layers=1)", make);
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ namespace {
 
 // Shared by every section of one document.
 struct Source {
-  std::string name;                                // the file, as the user named it
-  std::map<std::string, std::string> overrides;    // dotted path -> "--set path=value"
+  std::string name;                              // the file, as the user named it
+  std::map<std::string, std::string> overrides;  // dotted path -> "--set path=value"
   // A sequence in the document's memory that holds every mapping made after loading. When a
   // node is placed into another, yaml-cpp's receiving memory takes in every node of the given
   // one's: a mapping made outside the document that receives one of its nodes copies the whole
@@ -134,10 +134,14 @@ namespace {
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    default: return "nothing";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
   }
 }
 
@@ -166,8 +170,7 @@ bool parse_integer(const std::string& text, T& out) {
   if (!whole) {
     // 1e6, 16e6 and 2.0 are integers when written as floats.
     double d;
-    if (!parse_double(text, d) || !std::isfinite(d) || d != std::floor(d) ||
-        std::fabs(d) > 9.0e18)
+    if (!parse_double(text, d) || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e18)
       return false;
     value = static_cast<long long>(d);
   }
@@ -278,9 +281,12 @@ std::vector<std::vector<T>> Options::require_table(const std::string& key) const
   YAML::Node node = impl_->value_of(key);
   if (!node) impl_->fail(key, "is required");
   if (!node.IsSequence() || node.size() == 0)
-    throw ConfigError(impl_->where(key) + ": " + path(key) + ": expected a list of rows, e.g. [[0, 1], [1, 0]]");
+    throw ConfigError(impl_->where(key) + ": " + path(key) +
+                      ": expected a list of rows, e.g. [[0, 1], [1, 0]]");
   const std::string via = impl_->override_for(path(key));
-  auto at = [&](const YAML::Node& n) { return via.empty() ? format_mark(impl_->source->name, n.Mark()) : via; };
+  auto at = [&](const YAML::Node& n) {
+    return via.empty() ? format_mark(impl_->source->name, n.Mark()) : via;
+  };
   std::vector<std::vector<T>> rows;
   YAML::Node table(YAML::NodeType::Sequence);
   for (size_t i = 0; i < node.size(); ++i) {
@@ -364,11 +370,10 @@ void Options::reject_unknown_keys(const std::string& owner) const {
     Options(child).reject_unknown_keys(owner.empty() ? key : owner);
 }
 
-#define INDUCT_OPTIONS_INSTANTIATE(T)                                                   \
-  template T Options::get<T>(const std::string&, const T&) const;                       \
-  template T Options::require<T>(const std::string&) const;                             \
-  template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) \
-      const;                                                                                \
+#define INDUCT_OPTIONS_INSTANTIATE(T)                                                            \
+  template T Options::get<T>(const std::string&, const T&) const;                                \
+  template T Options::require<T>(const std::string&) const;                                      \
+  template std::vector<T> Options::get_list<T>(const std::string&, const std::vector<T>&) const; \
   template std::vector<std::vector<T>> Options::require_table<T>(const std::string&) const;
 INDUCT_OPTIONS_INSTANTIATE(bool)
 INDUCT_OPTIONS_INSTANTIATE(int)
@@ -443,7 +448,8 @@ void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
     // override replaces that key rather than adding a second spelling of it.
     std::string rest = parts[i];
     for (size_t j = i + 1; j < parts.size(); ++j) rest += "." + parts[j];
-    if (const YAML::Node view = current; view.IsMap() && view[rest]) {  // const: looks, adds nothing
+    if (const YAML::Node view = current;
+        view.IsMap() && view[rest]) {  // const: looks, adds nothing
       current[rest] = value;
       source.overrides[path] = description;
       return;
@@ -465,7 +471,8 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
     throw ConfigError("--set " + text + ": expected key.path=value");
   const std::string given = text.substr(eq + 1);
   if (given.find_first_not_of(" \t") == std::string::npos)
-    throw ConfigError("--set " + text + ": no value after '=' (to use the default, leave the "
+    throw ConfigError("--set " + text +
+                      ": no value after '=' (to use the default, leave the "
                       "--set out)");
   YAML::Node value;
   try {
@@ -505,7 +512,9 @@ Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::s
     throw ConfigError(name + ": cannot read the file: " + e.what());
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  if (!root.IsMap()) throw ConfigError(format_mark(name, root.Mark()) + ": expected a mapping of keys at the top level");
+  if (!root.IsMap())
+    throw ConfigError(format_mark(name, root.Mark()) +
+                      ": expected a mapping of keys at the top level");
   check_document(root, name);
   auto source = std::make_shared<Source>();
   source->name = name;

@@ -1,15 +1,13 @@
 // The `induct` binary as a user runs it.
 #define BOOST_TEST_MODULE cli
-#include <boost/test/unit_test.hpp>
-
-#include <filesystem>
+#include <torch/cuda.h>
 
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <torch/cuda.h>
 
 #include "induct/version.hpp"
 #include "store/store.hpp"
@@ -26,7 +24,8 @@ const std::string kTiny = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/stud
 BOOST_AUTO_TEST_CASE(version_and_help) {
   CommandResult version = run_command(kInduct + " --version");
   BOOST_TEST(version.exit_code == 0);
-  BOOST_TEST(version.output.find("plugin API " + std::to_string(INDUCT_PLUGIN_API_VERSION)) != std::string::npos,
+  BOOST_TEST(version.output.find("plugin API " + std::to_string(INDUCT_PLUGIN_API_VERSION)) !=
+                 std::string::npos,
              version.output);
   CommandResult help = run_command(kInduct + " --help");
   BOOST_TEST(help.exit_code == 0);
@@ -47,16 +46,17 @@ BOOST_AUTO_TEST_CASE(misspelt_key_exits_nonzero_naming_key_and_line) {
   std::ofstream(dir + "/bad.yaml") << study;
   CommandResult r = run_command(kInduct + " run " + dir + "/bad.yaml --out " + dir + "/out");
   BOOST_TEST(r.exit_code == 2);
-  BOOST_TEST(r.output.find("bad.yaml:13:3: unknown key 'training.max_step' (did you mean 'max_steps'?)") !=
-                 std::string::npos,
-             r.output);
+  BOOST_TEST(
+      r.output.find("bad.yaml:13:3: unknown key 'training.max_step' (did you mean 'max_steps'?)") !=
+          std::string::npos,
+      r.output);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_models) {
   CommandResult r = run_command(kInduct + " validate " + kTiny + " --set model.name=transformer");
   BOOST_TEST(r.exit_code == 2);
-  BOOST_TEST(r.output.find("unknown model 'transformer' (available models: dense_ssm, gpt2, gru, llama, lstm, mamba, mamba2, pythia)") !=
-                 std::string::npos,
+  BOOST_TEST(r.output.find("unknown model 'transformer' (available models: dense_ssm, gpt2, gru, "
+                           "llama, lstm, mamba, mamba2, pythia)") != std::string::npos,
              r.output);
 }
 
@@ -70,8 +70,11 @@ BOOST_AUTO_TEST_CASE(validate_prints_the_cell) {
   CommandResult r = run_command(kInduct + " validate " + kTiny);
   BOOST_TEST(r.exit_code == 0, r.output);
   // Lengths 2..5: 60 sequences, validation 0+1+3+6 = 10, N_max = 50.
-  BOOST_TEST(r.output.find("60 sequences, validation 10, N_max 50; trains at N = 40") != std::string::npos, r.output);
-  BOOST_TEST(r.output.find("at most 4 trainings of at most 60 steps") != std::string::npos, r.output);
+  BOOST_TEST(
+      r.output.find("60 sequences, validation 10, N_max 50; trains at N = 40") != std::string::npos,
+      r.output);
+  BOOST_TEST(r.output.find("at most 4 trainings of at most 60 steps") != std::string::npos,
+             r.output);
 }
 
 // --time trains each cell a few steps and projects its failing step from the measured rate;
@@ -86,7 +89,8 @@ BOOST_AUTO_TEST_CASE(validate_time_projects_a_failing_step_from_the_measured_rat
   BOOST_TEST(rate > 1.0, r.output);  // a tiny LSTM trains hundreds of steps a second
   BOOST_TEST(r.output.find("steps/s; a failing step ") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("a failing step is 4 x 60 steps on") != std::string::npos, r.output);
-  CommandResult run = run_command(kInduct + " run " + kTiny + " --time --out " + temp_dir("cli_time"));
+  CommandResult run =
+      run_command(kInduct + " run " + kTiny + " --time --out " + temp_dir("cli_time"));
   BOOST_TEST(run.exit_code == 2, run.output);
   BOOST_TEST(run.output.find("--time is an option of validate") != std::string::npos, run.output);
 }
@@ -102,7 +106,8 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(csv.find("N,lr,seed,status,steps") == 0u, csv);
   std::string config = read(dir + "/config.yaml");
   BOOST_TEST(config.find("epsilon: 0.0001") != std::string::npos, config);  // defaults resolved
-  CommandResult count = run_command("sqlite3 " + dir + "/results.sqlite 'SELECT count(*) FROM trials'");
+  CommandResult count =
+      run_command("sqlite3 " + dir + "/results.sqlite 'SELECT count(*) FROM trials'");
   if (count.exit_code == 0) BOOST_TEST(count.output == "4\n");
 
   CommandResult second = run_command(kInduct + " run " + kTiny + " --out " + dir);
@@ -110,7 +115,8 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(second.output.find("N=40: 4 stored, 0 trained") != std::string::npos, second.output);
   BOOST_TEST(read(dir + "/train.csv") == csv);  // same table, nothing retrained
   // A train study has a report too, and `induct report` redraws it from the store.
-  BOOST_TEST(read(dir + "/report.md").find("[Every training in the store](trials.md)") != std::string::npos);
+  BOOST_TEST(read(dir + "/report.md").find("[Every training in the store](trials.md)") !=
+             std::string::npos);
   std::filesystem::remove(dir + "/trials.csv");
   CommandResult report = run_command(kInduct + " report " + dir);
   BOOST_TEST(report.exit_code == 0, report.output);
@@ -124,7 +130,8 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
 // not every core of the machine.
 BOOST_AUTO_TEST_CASE(default_workers_follow_the_cpu_affinity) {
   std::string dir = temp_dir("affinity");
-  CommandResult r = run_command("taskset -c 0 " + kInduct + " run " + kTiny + " --set run.workers=0 --out " + dir);
+  CommandResult r = run_command("taskset -c 0 " + kInduct + " run " + kTiny +
+                                " --set run.workers=0 --out " + dir);
   BOOST_TEST(r.exit_code == 0, r.output);
   BOOST_TEST(r.output.find("1 cell(s), 1 worker(s)") != std::string::npos, r.output);
 }
@@ -133,7 +140,8 @@ BOOST_AUTO_TEST_CASE(default_workers_follow_the_cpu_affinity) {
 // copy would run the whole study into one folder: refused before anything runs.
 BOOST_AUTO_TEST_CASE(several_tasks_that_are_not_one_mpi_job_are_refused) {
   const std::string dir = temp_dir("tasks") + "/out";
-  CommandResult r = run_command("SLURM_STEP_NUM_TASKS=3 " + kInduct + " run " + kTiny + " --out " + dir);
+  CommandResult r =
+      run_command("SLURM_STEP_NUM_TASKS=3 " + kInduct + " run " + kTiny + " --out " + dir);
   BOOST_TEST(r.exit_code != 0, r.output);
   const bool named = r.output.find("one of 3 tasks") != std::string::npos ||  // no MPI in the build
                      r.output.find("started 3 tasks") != std::string::npos;   // MPI sees one task
@@ -144,7 +152,8 @@ BOOST_AUTO_TEST_CASE(several_tasks_that_are_not_one_mpi_job_are_refused) {
 // A study killed mid-way (SIGKILL, no chance to clean up) and run again completes with the
 // same table as an uninterrupted run, and trials finished before the kill are not retrained.
 BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
-  const std::string study = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
+  const std::string study =
+      std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
   const std::string clean = temp_dir("resume-clean"), killed = temp_dir("resume-killed");
   CommandResult reference = run_command(kInduct + " run " + study + " --out " + clean);
   BOOST_REQUIRE_MESSAGE(reference.exit_code == 0, reference.output);
@@ -170,11 +179,10 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   {
     induct::Store store(killed + "/results.sqlite");
     for (const auto& t : store.all())
-      if (t.result.finished())
-        before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
+      if (t.result.finished()) before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
   BOOST_TEST(!before.empty());
-  BOOST_TEST(!std::ifstream(killed + "/tiny_nstar.md").good());  // it did not finish
+  BOOST_TEST(!std::ifstream(killed + "/tiny_nstar.md").good());       // it did not finish
   CommandResult status = run_command(kInduct + " status " + killed);  // from the status file
   BOOST_TEST(status.output.find("state: running") != std::string::npos, status.output);
   BOOST_TEST(status.output.find("its process is gone") != std::string::npos, status.output);
@@ -196,13 +204,15 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
 // and recorded as such, a last line saying what is stored, exit 128 + 15, no worker left; the
 // same command then resumes to the table of an uninterrupted run without retraining.
 BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
-  const std::string study = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
+  const std::string study =
+      std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
   const std::string clean = temp_dir("drain-clean"), dir = temp_dir("drain");
   CommandResult reference = run_command(kInduct + " run " + study + " --out " + clean);
   BOOST_REQUIRE_MESSAGE(reference.exit_code == 0, reference.output);
 
-  run_command("(" + kInduct + " run " + study + " --out " + dir + " > " + dir + "/log 2>&1 & echo $! > " +
-              dir + "/pid; wait $!; echo $? > " + dir + "/rc) > /dev/null 2>&1 &");
+  run_command("(" + kInduct + " run " + study + " --out " + dir + " > " + dir +
+              "/log 2>&1 & echo $! > " + dir + "/pid; wait $!; echo $? > " + dir +
+              "/rc) > /dev/null 2>&1 &");
   std::string pid;
   for (int i = 0; i < 500 && pid.empty(); ++i, ::usleep(10'000)) pid = read(dir + "/pid");
   size_t stored = 0;
@@ -227,19 +237,22 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   const std::string last = log.substr(log.rfind('\n', log.size() - 2) + 1);
   BOOST_TEST(last.find("induct: stopped by SIGTERM after ") == 0u, log);
   BOOST_TEST(last.find("no new trials started") != std::string::npos, last);
-  BOOST_TEST(last.find("the same command resumes without retraining them") != std::string::npos, last);
+  BOOST_TEST(last.find("the same command resumes without retraining them") != std::string::npos,
+             last);
   std::istringstream pids(workers);
   for (std::string worker; pids >> worker;)
-    BOOST_TEST(run_command("kill -0 " + worker).exit_code != 0, "worker " + worker + " outlived the study");
+    BOOST_TEST(run_command("kill -0 " + worker).exit_code != 0,
+               "worker " + worker + " outlived the study");
 
   std::map<std::string, std::string> before;  // key -> created + result, finished trials only
   {
     induct::Store store(dir + "/results.sqlite");
     for (const auto& t : store.all())
-      if (t.result.finished())
-        before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
+      if (t.result.finished()) before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
-  BOOST_TEST(last.find(std::to_string(before.size()) + " finished trial(s) stored in") != std::string::npos, last);
+  BOOST_TEST(last.find(std::to_string(before.size()) + " finished trial(s) stored in") !=
+                 std::string::npos,
+             last);
   BOOST_TEST(!std::ifstream(dir + "/tiny_nstar.md").good());  // it did not finish
   CommandResult stopped = run_command(kInduct + " status " + dir);
   BOOST_TEST(stopped.exit_code == 0, stopped.output);
@@ -256,21 +269,24 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   size_t unchanged = 0;
   for (const auto& t : store.all()) {
     auto found = before.find(t.key);
-    if (found != before.end()) unchanged += found->second == t.created + YAML::Dump(t.result.to_yaml());
+    if (found != before.end())
+      unchanged += found->second == t.created + YAML::Dump(t.result.to_yaml());
   }
   BOOST_TEST(unchanged == before.size());
 }
 
 BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
-  CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
+  CommandResult r =
+      run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
   BOOST_TEST(r.exit_code == 1);  // the good ones are listed, and the refusals are an error
   BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
   BOOST_TEST(r.output.find("model  exploding") != std::string::npos, r.output);
-  const std::string newer = "built for plugin API version " + std::to_string(INDUCT_PLUGIN_API_VERSION + 1);
-  for (const char* refusal : {"not an induct plugin", "built for plugin API version 0", newer.c_str(), "bytes, expected",
-                              "built against libtorch 1.12", "built with another C++ ABI",
-                              "registration threw", "is registered by both",
-                              "libfixture_truncated.so: cannot load the library: truncated"})
+  const std::string newer =
+      "built for plugin API version " + std::to_string(INDUCT_PLUGIN_API_VERSION + 1);
+  for (const char* refusal :
+       {"not an induct plugin", "built for plugin API version 0", newer.c_str(), "bytes, expected",
+        "built against libtorch 1.12", "built with another C++ ABI", "registration threw",
+        "is registered by both", "libfixture_truncated.so: cannot load the library: truncated"})
     BOOST_TEST(r.output.find(refusal) != std::string::npos, refusal);
 }
 

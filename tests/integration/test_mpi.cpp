@@ -2,7 +2,6 @@
 // Built when the build has MPI; otherwise ctest reports this test as skipped.
 #define BOOST_TEST_MODULE mpi
 #include <boost/test/unit_test.hpp>
-
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -14,16 +13,19 @@ using namespace induct::test;
 
 namespace {
 const std::string kInduct = INDUCT_BINARY;
-const std::string kStudy = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
-const std::string kMpirun = std::string(INDUCT_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 3 ";
-
+const std::string kStudy =
+    std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_nstar.yaml";
+const std::string kMpirun =
+    std::string(INDUCT_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 3 ";
 
 // The results of the finished trials (not cancelled, no error), by key, without their time.
-std::map<std::string, std::string> finished_trials(const std::string& dir, bool with_created = false) {
+std::map<std::string, std::string> finished_trials(const std::string& dir,
+                                                   bool with_created = false) {
   std::map<std::string, std::string> out;
   induct::Store store(dir + "/results.sqlite");
   for (auto t : store.all()) {
-    if (t.result.status == induct::TrialStatus::kCancelled || t.result.status == induct::TrialStatus::kError)
+    if (t.result.status == induct::TrialStatus::kCancelled ||
+        t.result.status == induct::TrialStatus::kError)
       continue;
     if (!with_created) t.result.seconds = 0;
     out[t.key] = (with_created ? t.created : "") + YAML::Dump(t.result.to_yaml());
@@ -54,8 +56,8 @@ long rank_pid(const std::string& dir, int rank) {
 
 // Starts the study on 3 ranks in the background; its exit status goes to dir/rc.
 void start_job(const std::string& dir) {
-  run_command("(" + kMpirun + kInduct + " run " + kStudy + " --out " + dir + " > " + dir + ".log 2>&1; echo $? > " +
-              dir + ".rc) > /dev/null 2>&1 &");
+  run_command("(" + kMpirun + kInduct + " run " + kStudy + " --out " + dir + " > " + dir +
+              ".log 2>&1; echo $? > " + dir + ".rc) > /dev/null 2>&1 &");
 }
 
 // Waits for the job to store `trials` trials; returns the pid of `rank`.
@@ -96,7 +98,8 @@ BOOST_AUTO_TEST_CASE(three_ranks_give_the_single_machine_table_and_trials) {
   const std::string dir = temp_dir("mpi");
   CommandResult r = run_command(kMpirun + kInduct + " run " + kStudy + " --out " + dir);
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  BOOST_TEST(r.output.find("1 cell(s), 4 worker(s) on 2 MPI rank(s)") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("1 cell(s), 4 worker(s) on 2 MPI rank(s)") != std::string::npos,
+             r.output);
   BOOST_TEST(read(dir + "/tiny_nstar.md") == reference().table);
   size_t common = 0, same = 0;
   for (const auto& [key, result] : finished_trials(dir)) {
@@ -123,7 +126,8 @@ BOOST_AUTO_TEST_CASE(a_killed_rank_ends_the_job_and_the_rerun_resumes) {
   BOOST_TEST(rc != "0\n");
   BOOST_TEST(read(dir + ".log").find("rank 1") != std::string::npos, read(dir + ".log"));
   BOOST_TEST(run_command("pgrep -f '[i]nduct-test-mpi-killed'").output.empty());
-  BOOST_TEST(run_command("sqlite3 " + dir + "/results.sqlite 'PRAGMA integrity_check'").output == "ok\n");
+  BOOST_TEST(run_command("sqlite3 " + dir + "/results.sqlite 'PRAGMA integrity_check'").output ==
+             "ok\n");
   BOOST_TEST(!std::ifstream(dir + "/tiny_nstar.md").good());  // it did not finish
   const auto before = finished_trials(dir, true);
 
@@ -156,10 +160,11 @@ BOOST_AUTO_TEST_CASE(sigterm_drains_the_job_across_ranks) {
     BOOST_REQUIRE_MESSAGE(line != std::string::npos, log);
     const std::string last = log.substr(line, log.find('\n', line) - line);
     BOOST_TEST(last.find("no new trials started") != std::string::npos, last);
-    BOOST_TEST(last.find(std::to_string(finished_trials(dir).size()) + " finished trial(s) stored") !=
-                   std::string::npos,
+    BOOST_TEST(last.find(std::to_string(finished_trials(dir).size()) +
+                         " finished trial(s) stored") != std::string::npos,
                last);
-    BOOST_TEST(last.find("the same command resumes without retraining them") != std::string::npos, last);
+    BOOST_TEST(last.find("the same command resumes without retraining them") != std::string::npos,
+               last);
     BOOST_TEST(run_command("pgrep -f '[i]nduct-test-mpi-term'").output.empty());
     BOOST_TEST(run_command(kInduct + " status " + dir).output.find("state: stopped by SIGTERM") !=
                std::string::npos);

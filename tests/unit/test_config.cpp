@@ -1,7 +1,6 @@
 // Study files: errors name the key with file, line and column; overrides; resolution.
 #define BOOST_TEST_MODULE config
 #include <boost/test/unit_test.hpp>
-
 #include <chrono>
 #include <sstream>
 
@@ -76,24 +75,39 @@ BOOST_AUTO_TEST_CASE(misspelt_plugin_key_names_key_line_and_plugin) {
 }
 
 BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
-  BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 1")).find("study.yaml:11:6: data.L: must be at least 2") != std::string::npos);
-  BOOST_TEST(error_of(replace(kStudy, "N: 32", "N: 0")).find("study.yaml:12:6: data.N: must be at least 1") != std::string::npos);
-  BOOST_TEST(error_of(replace(kStudy, "m: 2", "m: 1")).find("study.yaml:4:6: task.m: must be at least 2") != std::string::npos);
+  BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 1"))
+                 .find("study.yaml:11:6: data.L: must be at least 2") != std::string::npos);
+  BOOST_TEST(error_of(replace(kStudy, "N: 32", "N: 0"))
+                 .find("study.yaml:12:6: data.N: must be at least 1") != std::string::npos);
+  BOOST_TEST(error_of(replace(kStudy, "m: 2", "m: 1"))
+                 .find("study.yaml:4:6: task.m: must be at least 2") != std::string::npos);
   std::string lr = error_of(replace(kStudy, "seeds: [1, 2]", "learning_rates: [1e-3, -1e-4]"));
-  BOOST_TEST(lr.find("training.learning_rates: every learning rate must be a positive number") != std::string::npos, lr);
+  BOOST_TEST(lr.find("training.learning_rates: every learning rate must be a positive number") !=
+                 std::string::npos,
+             lr);
   std::string type = error_of(replace(kStudy, "hidden: 16", "hidden: wide"));
-  BOOST_TEST(type.find("study.yaml:7:11: model.hidden: expected an integer, got 'wide'") != std::string::npos, type);
+  BOOST_TEST(type.find("study.yaml:7:11: model.hidden: expected an integer, got 'wide'") !=
+                 std::string::npos,
+             type);
   std::string list = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, x]"));
-  BOOST_TEST(list.find("study.yaml:14:14: training.seeds[1]: expected a non-negative integer, got 'x'") != std::string::npos, list);
+  BOOST_TEST(
+      list.find("study.yaml:14:14: training.seeds[1]: expected a non-negative integer, got 'x'") !=
+          std::string::npos,
+      list);
   std::string inf = error_of(replace(kStudy, "seeds: [1, 2]", "epsilon: .inf"));
-  BOOST_TEST(inf.find("training.epsilon: must be a positive finite number") != std::string::npos, inf);
-  std::string twice = error_of(replace(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""),
-                                       "  distribution: uniform\n  L: 6\n", "") + "sharing: {lengths: [2, 3, 2]}\n");
+  BOOST_TEST(inf.find("training.epsilon: must be a positive finite number") != std::string::npos,
+             inf);
+  std::string twice =
+      error_of(replace(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""),
+                       "  distribution: uniform\n  L: 6\n", "") +
+               "sharing: {lengths: [2, 3, 2]}\n");
   BOOST_TEST(twice.find("sharing.lengths: L = 2 is listed twice") != std::string::npos, twice);
   std::string second = error_of(std::string(kStudy) + "---\nstudy: nstar\n");
   BOOST_TEST(second.find("study.yaml:16:1: a second YAML document") != std::string::npos, second);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
-  BOOST_TEST(format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos, format);
+  BOOST_TEST(
+      format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos,
+      format);
 }
 
 BOOST_AUTO_TEST_CASE(syntax_errors_and_duplicate_keys_are_located) {
@@ -101,7 +115,9 @@ BOOST_AUTO_TEST_CASE(syntax_errors_and_duplicate_keys_are_located) {
   BOOST_TEST(syntax.find("study.yaml:") == 0u, syntax);
   BOOST_TEST(syntax.find("YAML syntax error") != std::string::npos, syntax);
   std::string duplicate = error_of(std::string(kStudy) + "task: {name: modular, m: 3}\n");
-  BOOST_TEST(duplicate.find("study.yaml:15:1: duplicate key 'task' (first at line 2)") != std::string::npos, duplicate);
+  BOOST_TEST(duplicate.find("study.yaml:15:1: duplicate key 'task' (first at line 2)") !=
+                 std::string::npos,
+             duplicate);
 }
 
 BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
@@ -109,16 +125,20 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
   BOOST_TEST(study.cells[0].L == 8);
   BOOST_TEST(study.seeds.size() == 3u);
   std::string message = error_of(kStudy, {"data.L=1"});
-  BOOST_TEST(message.find("--set data.L=1: data.L: must be at least 2") != std::string::npos, message);
+  BOOST_TEST(message.find("--set data.L=1: data.L: must be at least 2") != std::string::npos,
+             message);
   std::string unknown = error_of(kStudy, {"model.layers=2"});
-  BOOST_TEST(unknown.find("--set model.layers=2: unknown key 'model.layers'") != std::string::npos, unknown);
+  BOOST_TEST(unknown.find("--set model.layers=2: unknown key 'model.layers'") != std::string::npos,
+             unknown);
 }
 
 BOOST_AUTO_TEST_CASE(integers_may_be_written_in_scientific_notation) {
   StudyConfig study = load_study_text(replace(kStudy, "N: 32", "N: 1e3"), "s.yaml");
   BOOST_TEST(study.cells[0].n == 1000u);
   std::string message = error_of(replace(kStudy, "N: 32", "N: 1.5"));
-  BOOST_TEST(message.find("data.N: expected a non-negative integer, got '1.5'") != std::string::npos, message);
+  BOOST_TEST(
+      message.find("data.N: expected a non-negative integer, got '1.5'") != std::string::npos,
+      message);
 }
 
 BOOST_AUTO_TEST_CASE(resolved_config_holds_defaults) {
@@ -152,11 +172,16 @@ BOOST_AUTO_TEST_CASE(grid_errors_point_at_the_grid) {
   std::string text = replace(kStudy, "study: train", "study: nstar");
   text = replace(text, "  N: 32\n", "");
   std::string bad_value = error_of(text + "grid:\n  data.L: [4, 1]\n");
-  BOOST_TEST(bad_value.find("study.yaml:15:15 (grid data.L): data.L: must be at least 2") != std::string::npos, bad_value);
+  BOOST_TEST(bad_value.find("study.yaml:15:15 (grid data.L): data.L: must be at least 2") !=
+                 std::string::npos,
+             bad_value);
   std::string bad_key = error_of(text + "grid:\n  model.hiden: [8]\n");
-  BOOST_TEST(bad_key.find("(grid model.hiden): unknown key 'model.hiden'") != std::string::npos, bad_key);
+  BOOST_TEST(bad_key.find("(grid model.hiden): unknown key 'model.hiden'") != std::string::npos,
+             bad_key);
   std::string outside = error_of(text + "grid:\n  training.seeds: [[1]]\n");
-  BOOST_TEST(outside.find("grid.training.seeds: a grid varies keys under task, model or data") != std::string::npos, outside);
+  BOOST_TEST(outside.find("grid.training.seeds: a grid varies keys under task, model or data") !=
+                 std::string::npos,
+             outside);
 }
 
 BOOST_AUTO_TEST_CASE(study_kinds_read_their_own_keys) {
@@ -164,10 +189,13 @@ BOOST_AUTO_TEST_CASE(study_kinds_read_their_own_keys) {
   std::string nstar = error_of(replace(kStudy, "study: train", "study: nstar"));
   BOOST_TEST(nstar.find("unknown key 'data.N'") != std::string::npos, nstar);
   // sharing sets distribution and L itself.
-  std::string sharing = error_of(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""));
+  std::string sharing =
+      error_of(replace(replace(kStudy, "study: train", "study: sharing"), "  N: 32\n", ""));
   BOOST_TEST(sharing.find("unknown key 'data.distribution'") != std::string::npos, sharing);
   std::string unknown = error_of(replace(kStudy, "study: train", "study: search"));
-  BOOST_TEST(unknown.find("'search' is not one of: train, nstar, sharing, lengthgen, probe") != std::string::npos, unknown);
+  BOOST_TEST(unknown.find("'search' is not one of: train, nstar, sharing, lengthgen, probe") !=
+                 std::string::npos,
+             unknown);
 }
 
 BOOST_AUTO_TEST_CASE(sharing_prepares_fixed_and_uniform_cells) {
@@ -189,8 +217,8 @@ BOOST_AUTO_TEST_CASE(an_alias_bomb_is_refused_within_a_second) {
   std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
   for (char c = 'b'; c <= 'j'; ++c)
     bomb += std::string(1, c) + ": &" + c + " [*" + char(c - 1) + ", *" + char(c - 1) + ", *" +
-            char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) +
-            ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
+            char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + ", *" +
+            char(c - 1) + ", *" + char(c - 1) + ", *" + char(c - 1) + "]\n";
   const auto start = std::chrono::steady_clock::now();
   std::string message = error_of(std::string(kStudy) + "unused:\n" + [&] {
     std::string indented;
@@ -219,8 +247,9 @@ BOOST_AUTO_TEST_CASE(a_key_without_a_value_is_an_error) {
   BOOST_TEST(in_file.find("study.yaml:8:1") == 0u, in_file);
   BOOST_TEST(in_file.find("model.hidden: has no value") != std::string::npos, in_file);
   std::string empty_set = error_of(kStudy, {"training.max_steps="});
-  BOOST_TEST(empty_set == "--set training.max_steps=: no value after '=' (to use the default, "
-                          "leave the --set out)");
+  BOOST_TEST(empty_set ==
+             "--set training.max_steps=: no value after '=' (to use the default, "
+             "leave the --set out)");
   std::string nested = error_of(kStudy, {"model={name: lstm, hidden: }"});
   BOOST_TEST(nested.find("--set model={name: lstm, hidden: }: model.hidden: has no value") == 0u,
              nested);
@@ -236,14 +265,17 @@ BOOST_AUTO_TEST_CASE(overrides_name_themselves_and_may_not_fight_the_grid) {
   BOOST_TEST(fight.find("--set model.hidden=32: the grid varies model (study.yaml:15:11)") == 0u,
              fight);
   // Changing the grid itself is how to vary it.
-  StudyConfig study = load_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
+  StudyConfig study =
+      load_study_text(grid, "study.yaml", {"grid.model=[{name: lstm, hidden: 32}]"});
   BOOST_TEST(yaml::flow(yaml::raw(study.cells[0].model)) == "{name: lstm, hidden: 32}");
   // A grid written with a dotted key ("data.L") is overridden by the same path.
-  StudyConfig dotted = load_study_text(text + "grid: {data.L: [4, 5]}\n", "study.yaml", {"grid.data.L=[6, 7, 8]"});
+  StudyConfig dotted =
+      load_study_text(text + "grid: {data.L: [4, 5]}\n", "study.yaml", {"grid.data.L=[6, 7, 8]"});
   BOOST_TEST(dotted.cells.size() == 3u);
   BOOST_TEST(dotted.cells[2].L == 8);
   std::string bad_grid_value = error_of(text, {"grid.data.L=[4, 1]"});
-  BOOST_TEST(bad_grid_value.find("--set grid.data.L=[4, 1] (grid data.L): data.L: must be at least 2") == 0u,
+  BOOST_TEST(bad_grid_value.find(
+                 "--set grid.data.L=[4, 1] (grid data.L): data.L: must be at least 2") == 0u,
              bad_grid_value);
   std::string unknown = error_of(kStudy, {"foo.bar=1"});
   BOOST_TEST(unknown.find("--set foo.bar=1: unknown key 'foo'") == 0u, unknown);
@@ -283,14 +315,16 @@ BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
                                  "sharing: {lengths: [1e9]}\n");
   BOOST_TEST(sharing.find("sharing.lengths: every L must be at most 100000") != std::string::npos,
              sharing);
-  std::string lengthgen = error_of(replace(replace(kStudy, "study: train", "study: lengthgen"),
-                                           "L: 6", "L: 60000") +
-                                   "lengthgen: {multiples: [1, 2], report_multiple: 2}\n");
+  std::string lengthgen =
+      error_of(replace(replace(kStudy, "study: train", "study: lengthgen"), "L: 6", "L: 60000") +
+               "lengthgen: {multiples: [1, 2], report_multiple: 2}\n");
   BOOST_TEST(lengthgen.find("lengthgen.multiples: reads sequences of length 120000 at L = "
                             "60000; at most 100000") != std::string::npos,
              lengthgen);
-  std::string batch = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, 2]\n  batch_size: 1e9"));
-  BOOST_TEST(batch.find("training.batch_size: must be at most 1000000") != std::string::npos, batch);
+  std::string batch =
+      error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, 2]\n  batch_size: 1e9"));
+  BOOST_TEST(batch.find("training.batch_size: must be at most 1000000") != std::string::npos,
+             batch);
   // A typo in a model's size is refused before anything is allocated.
   std::string wide = error_of(replace(kStudy, "hidden: 16", "hidden: 1e9"));
   BOOST_TEST(wide == "study.yaml:7:11: model.hidden: must be at most 65536", wide);
@@ -301,6 +335,7 @@ BOOST_AUTO_TEST_CASE(a_folder_is_not_a_study_file) {
     load_study(INDUCT_SOURCE_DIR, {});
     BOOST_FAIL("no error");
   } catch (const ConfigError& e) {
-    BOOST_TEST(std::string(e.what()) == std::string(INDUCT_SOURCE_DIR) + ": a folder, not a study file");
+    BOOST_TEST(std::string(e.what()) ==
+               std::string(INDUCT_SOURCE_DIR) + ": a folder, not a study file");
   }
 }

@@ -2,7 +2,6 @@
 // fill order, N_max.
 #define BOOST_TEST_MODULE data
 #include <boost/test/unit_test.hpp>
-
 #include <map>
 #include <set>
 #include <vector>
@@ -86,8 +85,8 @@ BOOST_AUTO_TEST_CASE(all_samples_distinct_and_disjoint_at_n_max) {
   BOOST_TEST(split.validation.size() == plan.validation_size);
   auto train = as_set(split.train);
   auto validation = as_set(split.validation);
-  BOOST_TEST(train.size() == split.train.size());            // distinct
-  BOOST_TEST(validation.size() == split.validation.size());  // distinct
+  BOOST_TEST(train.size() == split.train.size());                     // distinct
+  BOOST_TEST(validation.size() == split.validation.size());           // distinct
   for (const auto& v : validation) BOOST_TEST(train.count(v) == 0u);  // disjoint
   // At N_max the two sets together are every sequence of lengths 2..10.
   BOOST_TEST(train.size() + validation.size() == 2044u);
@@ -211,7 +210,8 @@ BOOST_AUTO_TEST_CASE(codes_decode_to_the_digits_of_the_index) {
   std::vector<int32_t> out(4);
   for (uint64_t k = 0; k < 81; ++k) {
     codec.decode(k, out.data());
-    std::vector<int32_t> digits{int32_t(k / 27), int32_t(k / 9 % 3), int32_t(k / 3 % 3), int32_t(k % 3)};
+    std::vector<int32_t> digits{int32_t(k / 27), int32_t(k / 9 % 3), int32_t(k / 3 % 3),
+                                int32_t(k % 3)};
     BOOST_TEST(out == digits, boost::test_tools::per_element());
   }
 }
@@ -301,6 +301,7 @@ BOOST_AUTO_TEST_CASE(the_split_cache_hands_out_prefixes_equal_to_fresh_splits) {
     BOOST_TEST((all(other_seed.train) == all(make_split(s, 700, 30).train)));
     Split larger = cache.get(s, 6000, 20);  // more than was built: built anew
     BOOST_TEST(cache.hits() == 1u);
-    BOOST_TEST(larger.train.sequence(699) == fresh.train.sequence(699), boost::test_tools::per_element());
+    BOOST_TEST(larger.train.sequence(699) == fresh.train.sequence(699),
+               boost::test_tools::per_element());
   }
 }

@@ -1,19 +1,17 @@
-// Supervision formats (docs/method.md section 3) on the Z_5 example of docs/method.md, and the tasks' prefix
-// states through the real `modular` plugin.
+// Supervision formats (docs/method.md section 3) on the Z_5 example of docs/method.md, and the
+// tasks' prefix states through the real `modular` plugin.
 #define BOOST_TEST_MODULE format
 #include <boost/test/unit_test.hpp>
-
 #include <functional>
-
 #include <set>
 
 #include "data/dataset.hpp"
 #include "data/language.hpp"
 #include "data/transitions.hpp"
 #include "format/format.hpp"
-#include "train/components.hpp"
 #include "options_yaml.hpp"
 #include "support.hpp"
+#include "train/components.hpp"
 
 using namespace induct;
 
@@ -211,13 +209,17 @@ BOOST_AUTO_TEST_CASE(cayley_s3_steps_as_its_table_says) {
 }
 
 BOOST_AUTO_TEST_CASE(cayley_refuses_tables_that_are_not_groups) {
-  std::string m = cayley_refusal("[[0, 1, 2], [1, 2, 0], [2, 1, 0]]");  // identity 0, not associative
-  BOOST_TEST(m.find("task.yaml:2:8: table: not associative: (1 * 1) * 1 = 1 but 1 * (1 * 1) = 0") == 0u, m);
+  std::string m =
+      cayley_refusal("[[0, 1, 2], [1, 2, 0], [2, 1, 0]]");  // identity 0, not associative
+  BOOST_TEST(
+      m.find("task.yaml:2:8: table: not associative: (1 * 1) * 1 = 1 but 1 * (1 * 1) = 0") == 0u,
+      m);
   m = cayley_refusal("[[0, 1], [1, 1]]");  // a monoid, not a group
   BOOST_TEST(m.find("not a group: element 1 has no inverse") != std::string::npos, m);
   BOOST_CHECK_NO_THROW(cayley("[[0, 1], [1, 1]]", "structure: monoid\n"));
   m = cayley_refusal("[[0, 1], [1, 2]]");
-  BOOST_TEST(m.find("not closed: table[1][1] = 2 is not an element (0..1)") != std::string::npos, m);
+  BOOST_TEST(m.find("not closed: table[1][1] = 2 is not an element (0..1)") != std::string::npos,
+             m);
   m = cayley_refusal("[[0, 1], [1, zero]]");
   BOOST_TEST(m.find("task.yaml:2:21: table[1][1]: expected an integer, got 'zero'") == 0u, m);
   m = cayley_refusal("[[1, 0], [0, 0]]");
@@ -228,13 +230,15 @@ BOOST_AUTO_TEST_CASE(cayley_refuses_tables_that_are_not_groups) {
 
 namespace {
 std::shared_ptr<Task> dyck(int k, int depth) {
-  auto options = yaml::load_string("name: dyck\nk: " + std::to_string(k) + "\ndepth: " + std::to_string(depth), "task.yaml");
+  auto options = yaml::load_string(
+      "name: dyck\nk: " + std::to_string(k) + "\ndepth: " + std::to_string(depth), "task.yaml");
   return test::plugins().make_task("dyck", TaskContext{options});
 }
 // Bracket strings checked without the plugin: actions 0..k-1 open a type, k..2k-1 close one;
 // valid when every close matches the top and no prefix is deeper than `depth`. The stacks
 // after each action, bottom first, as the plugin names them ("([", "-" when empty).
-bool simulate(const std::vector<int32_t>& x, int k, int depth, std::vector<std::string>* stacks = nullptr) {
+bool simulate(const std::vector<int32_t>& x, int k, int depth,
+              std::vector<std::string>* stacks = nullptr) {
   std::string stack;
   for (int32_t a : x) {
     if (a < k) {
@@ -287,7 +291,8 @@ BOOST_AUTO_TEST_CASE(dyck_counts_and_unranking_match_brute_force_enumeration) {
 // together every valid sequence at N_max, and the labels (prefix states) are the stacks.
 BOOST_AUTO_TEST_CASE(a_dyck_cell_draws_only_valid_strings_labelled_by_their_stacks) {
   auto task = dyck(2, 3);
-  CellData cell = make_cell_data(task, "dyck", "acot", "uniform", 8, ValidationPolicy{}, 16'000'000);
+  CellData cell =
+      make_cell_data(task, "dyck", "acot", "uniform", 8, ValidationPolicy{}, 16'000'000);
   BOOST_REQUIRE(cell.data.language);
   const DataPlan plan = plan_data(cell.data);
   Split split = make_split(cell.data, plan.n_max, 4);
@@ -308,8 +313,9 @@ BOOST_AUTO_TEST_CASE(a_dyck_cell_draws_only_valid_strings_labelled_by_their_stac
   const size_t total = split.train.size() + split.validation.size();
   BOOST_TEST(valid == total);
   BOOST_TEST(labelled == total);
-  BOOST_TEST(seen.size() == total);  // distinct
-  BOOST_TEST(total == plan.available);  // every valid string of lengths 2..8
+  BOOST_TEST(seen.size() == total);            // distinct
+  BOOST_TEST(total == plan.available);         // every valid string of lengths 2..8
   Split small = make_split(cell.data, 50, 4);  // the prefix property
-  for (size_t i = 0; i < small.train.size(); ++i) BOOST_TEST(small.train.sequence(i) == split.train.sequence(i));
+  for (size_t i = 0; i < small.train.size(); ++i)
+    BOOST_TEST(small.train.sequence(i) == split.train.sequence(i));
 }

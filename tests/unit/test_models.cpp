@@ -31,7 +31,8 @@ const std::map<std::string, std::string> kSmall = {
     {"mamba", "{name: mamba, layers: 1, d_model: 16, d_state: 8, dt_rank: 4}"},
     {"mamba2", "{name: mamba2, layers: 2, d_model: 16, headdim: 8, d_state: 8, chunk_size: 4}"},
 };
-const std::vector<std::string> kModels = {"lstm", "gru", "gpt2", "llama", "pythia", "dense_ssm", "mamba", "mamba2"};
+const std::vector<std::string> kModels = {"lstm",   "gru",       "gpt2",  "llama",
+                                          "pythia", "dense_ssm", "mamba", "mamba2"};
 
 std::shared_ptr<SequenceModel> make(const std::string& yaml, int64_t vocab, int64_t length,
                                     uint64_t seed) {
@@ -77,10 +78,14 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   });
   BOOST_TEST(torch::equal(model->forward(tokens), plain));
   BOOST_REQUIRE(!seen.empty());
-  const std::map<std::string, std::string> expected = {
-      {"lstm", "embed, lstm"}, {"gru", "embed, gru.0-1"}, {"gpt2", "embed, block.0-1, norm"},
-      {"llama", "embed, block.0-1, norm"}, {"pythia", "embed, block.0-1, norm"},
-      {"dense_ssm", "state"}, {"mamba", "embed, block.0, norm"}, {"mamba2", "embed, block.0-1, norm"}};
+  const std::map<std::string, std::string> expected = {{"lstm", "embed, lstm"},
+                                                       {"gru", "embed, gru.0-1"},
+                                                       {"gpt2", "embed, block.0-1, norm"},
+                                                       {"llama", "embed, block.0-1, norm"},
+                                                       {"pythia", "embed, block.0-1, norm"},
+                                                       {"dense_ssm", "state"},
+                                                       {"mamba", "embed, block.0, norm"},
+                                                       {"mamba2", "embed, block.0-1, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
   for (const auto& target : seen) {
     model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
@@ -93,8 +98,10 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
 }
 
 BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {
-  BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "gpt2")) == "embed, block.0-5, norm");
-  BOOST_TEST(summarize_hook_names({"a.0", "a.1", "b.2", "a.3", "c", "d.x", "e.1"}) == "a.0-1, b.2, a.3, c, d.x, e.1");
+  BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "gpt2")) ==
+             "embed, block.0-5, norm");
+  BOOST_TEST(summarize_hook_names({"a.0", "a.1", "b.2", "a.3", "c", "d.x", "e.1"}) ==
+             "a.0-1, b.2, a.3, c, d.x, e.1");
   BOOST_TEST(summarize_hook_names({}) == "");
 }
 
@@ -126,19 +133,22 @@ BOOST_DATA_TEST_CASE(every_parameter_receives_a_gradient, bdata::make(kModels), 
   }
 }
 
-// Closed-form counts at the paper's sizes (docs/method.md section 8) for V = 12 (Z_5) and 20 positions.
+// Closed-form counts at the paper's sizes (docs/method.md section 8) for V = 12 (Z_5) and 20
+// positions.
 BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   const int64_t V = 12, P = 20, d = 256, ff = 1024, layers = 6;
   // GPT-2: token and position embeddings, per layer 2 LayerNorms, qkv and out with biases, MLP
   // with biases; final LayerNorm; head tied.
-  const int64_t gpt2_layer = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * ff + ff) + (ff * d + d);
+  const int64_t gpt2_layer =
+      2 * d + (3 * d * d + 3 * d) + (d * d + d) + 2 * d + (d * ff + ff) + (ff * d + d);
   BOOST_TEST(count(*make("{name: gpt2}", V, P, 0)) == V * d + P * d + layers * gpt2_layer + 2 * d);
   // Llama: embedding, per layer 2 RMSNorms, qkv and out without biases, SwiGLU (3 matrices);
   // final RMSNorm; untied head.
   const int64_t llama_layer = 2 * d + 4 * d * d + 3 * d * ff;
   BOOST_TEST(count(*make("{name: llama}", V, P, 0)) == V * d + layers * llama_layer + d + d * V);
   // Pythia: like GPT-2 per layer, no position embedding, untied head.
-  BOOST_TEST(count(*make("{name: pythia}", V, P, 0)) == V * d + layers * gpt2_layer + 2 * d + d * V);
+  BOOST_TEST(count(*make("{name: pythia}", V, P, 0)) ==
+             V * d + layers * gpt2_layer + 2 * d + d * V);
   // LSTM: embedding, 4 gates x (input + recurrent) weights and two biases, head with bias.
   for (int64_t H : {256, 768})
     BOOST_TEST(count(*make("{name: lstm, hidden: " + std::to_string(H) + "}", V, P, 0)) ==
@@ -150,8 +160,8 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   // Mamba: embedding (tied head), per layer RMSNorm, in_proj, depthwise conv with bias,
   // x_proj, dt_proj with bias, A_log, D, out_proj; final RMSNorm.
   const int64_t Di = 2 * d, N = 64, R = 16, K = 4;
-  const int64_t mamba_layer = d + d * 2 * Di + (Di * K + Di) + Di * (R + 2 * N) + (R * Di + Di) +
-                              Di * N + Di + Di * d;
+  const int64_t mamba_layer =
+      d + d * 2 * Di + (Di * K + Di) + Di * (R + 2 * N) + (R * Di + Di) + Di * N + Di + Di * d;
   BOOST_TEST(count(*make("{name: mamba}", V, P, 0)) == V * d + layers * mamba_layer + d);
   // GRU: embedding, per layer 3 gates x (input + recurrent) weights and two biases, head with bias.
   for (int64_t gru_layers : {1, 2})
@@ -161,7 +171,8 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   // conv with bias over (x, B, C), dt_bias, A_log and D per head, the gated RMSNorm, out_proj;
   // final RMSNorm. Heads = 2 d / 64 = 8, state 128, one group.
   const int64_t H2 = Di / 64, N2 = 128, conv_dim = Di + 2 * N2;
-  const int64_t mamba2_layer = d + d * (Di + conv_dim + H2) + (conv_dim * K + conv_dim) + 3 * H2 + Di + Di * d;
+  const int64_t mamba2_layer =
+      d + d * (Di + conv_dim + H2) + (conv_dim * K + conv_dim) + 3 * H2 + Di + Di * d;
   BOOST_TEST(count(*make("{name: mamba2}", V, P, 0)) == V * d + layers * mamba2_layer + d);
 }
 
@@ -170,7 +181,10 @@ BOOST_AUTO_TEST_CASE(gpt2_positions_cover_the_longest_sequence) {
     make("{name: gpt2, layers: 1, d_model: 16, heads: 2, d_ff: 16, positions: 5}", 12, 10, 0);
     BOOST_FAIL("no error");
   } catch (const ConfigError& e) {
-    BOOST_TEST(std::string(e.what()).find("positions: must cover the longest sequence of the study (10 tokens)") != std::string::npos, e.what());
+    BOOST_TEST(std::string(e.what()).find(
+                   "positions: must cover the longest sequence of the study (10 tokens)") !=
+                   std::string::npos,
+               e.what());
   }
 }
 
@@ -203,7 +217,7 @@ BOOST_DATA_TEST_CASE(tiny_recurrent_model_learns_parity,
                      name, lr) {
   TrialResult r = learn_parity(kSmall.at(name), "acot", lr, 1500);
   BOOST_TEST(r.succeeded(), name << ": " << to_string(r.status) << ", best loss " << r.best_loss
-                                  << " after " << r.steps << " steps");
+                                 << " after " << r.steps << " steps");
 }
 
 // Transformers (CoT), Mamba and Mamba-2 (ACoT) fit the same 102 sequences and predict held-out ones
@@ -212,7 +226,8 @@ BOOST_DATA_TEST_CASE(tiny_recurrent_model_learns_parity,
 // the data hunger the paper measures. So the test asks for fitting and generalization above
 // chance, not for success.
 BOOST_DATA_TEST_CASE(tiny_model_fits_parity_and_beats_chance,
-                     bdata::make(std::vector<std::string>{"gpt2", "llama", "pythia", "mamba", "mamba2"}) ^
+                     bdata::make(std::vector<std::string>{"gpt2", "llama", "pythia", "mamba",
+                                                          "mamba2"}) ^
                          bdata::make(std::vector<std::string>{"cot", "cot", "cot", "acot", "acot"}),
                      name, format) {
   // Without dropout, so that the training loss measures fitting. Mamba's training loss at this
@@ -222,8 +237,10 @@ BOOST_DATA_TEST_CASE(tiny_model_fits_parity_and_beats_chance,
   if (name == "gpt2") model.replace(model.size() - 1, 1, ", dropout: 0}");
   TrialResult r = learn_parity(model, format, 3e-3, name == "mamba" ? 2500 : 1000);
   BOOST_REQUIRE(!r.history.empty());
-  BOOST_TEST(r.history.back().train_loss < 0.02, name << ": training loss " << r.history.back().train_loss);
-  BOOST_TEST(r.last.token_accuracy > 0.85, name << ": validation token accuracy " << r.last.token_accuracy);
+  BOOST_TEST(r.history.back().train_loss < 0.02,
+             name << ": training loss " << r.history.back().train_loss);
+  BOOST_TEST(r.last.token_accuracy > 0.85,
+             name << ": validation token accuracy " << r.last.token_accuracy);
 }
 
 // Dropout draws from torch's generator, which the trial seeds: two runs are identical.
@@ -235,12 +252,12 @@ BOOST_AUTO_TEST_CASE(gpt2_with_dropout_trains_deterministically) {
   BOOST_TEST(a.history[1].val_loss == b.history[1].val_loss);
 }
 
-
 // Every model trains on Z_5 and on S_3 in each format (a few steps of a tiny configuration:
 // the data, formats, vocabularies and models fit together; learning is tested above).
 BOOST_DATA_TEST_CASE(every_model_trains_on_every_task_and_format,
-                     bdata::make(kModels) * bdata::make(std::vector<std::string>{
-                                                "{name: modular, m: 5}", "{name: permutation, m: 3}"}) *
+                     bdata::make(kModels) *
+                         bdata::make(std::vector<std::string>{"{name: modular, m: 5}",
+                                                              "{name: permutation, m: 3}"}) *
                          bdata::make(std::vector<std::string>{"outcome", "cot", "acot"}),
                      name, task, format) {
   TrialSpec t;
@@ -276,13 +293,15 @@ BOOST_DATA_TEST_CASE(dense_ssm_fused_step_matches_libtorch_operations,
     auto weights = torch::linspace(-1, 1, logits.numel(), torch::kDouble).reshape(logits.sizes());
     (logits * weights.to(dtype)).sum().backward();
     std::map<std::string, torch::Tensor> out{{"logits", logits.detach().to(torch::kDouble)}};
-    for (const auto& p : model->named_parameters()) out[p.key()] = p.value().grad().to(torch::kDouble);
+    for (const auto& p : model->named_parameters())
+      out[p.key()] = p.value().grad().to(torch::kDouble);
     return out;
   };
   auto fused = run(torch::kFloat), reference = run(torch::kDouble);
   for (const auto& [name, value] : reference) {
     const double scale = value.abs().max().item().toDouble();
     const double error = (fused.at(name) - value).abs().max().item().toDouble();
-    BOOST_TEST(error < 1e-5 * std::max(1.0, scale), name << ": max error " << error << ", scale " << scale);
+    BOOST_TEST(error < 1e-5 * std::max(1.0, scale),
+               name << ": max error " << error << ", scale " << scale);
   }
 }

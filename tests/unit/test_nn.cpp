@@ -3,16 +3,16 @@
 // recurrence; the fused LSTM and GRU layers, causal attention, GELU and dropout
 // against LibTorch's operations; rotary embeddings; RMSNorm.
 #define BOOST_TEST_MODULE nn
-#include <boost/test/unit_test.hpp>
-
 #include <torch/torch.h>
+
+#include <boost/test/unit_test.hpp>
 
 #include "induct/nn/attention.hpp"
 #include "induct/nn/conv.hpp"
-#include "induct/nn/linear.hpp"
-#include "induct/nn/loss.hpp"
 #include "induct/nn/elementwise.hpp"
 #include "induct/nn/gru.hpp"
+#include "induct/nn/linear.hpp"
+#include "induct/nn/loss.hpp"
 #include "induct/nn/lstm.hpp"
 #include "induct/nn/norms.hpp"
 #include "induct/nn/scan.hpp"
@@ -29,9 +29,9 @@ std::vector<torch::Tensor> scan_inputs(torch::Dtype dtype) {
   torch::manual_seed(11);
   const int64_t B = 3, T = 7, Di = 5, N = 4;
   auto opts = torch::TensorOptions().dtype(dtype);
-  return {torch::randn({B, T, Di}, opts), torch::rand({B, T, Di}, opts) * 0.5 + 0.01,
+  return {torch::randn({B, T, Di}, opts),        torch::rand({B, T, Di}, opts) * 0.5 + 0.01,
           -torch::rand({Di, N}, opts) * 2 - 0.1, torch::randn({B, T, N}, opts),
-          torch::randn({B, T, N}, opts), torch::randn({Di}, opts)};
+          torch::randn({B, T, N}, opts),         torch::randn({Di}, opts)};
 }
 // The scan of in = {x, delta, A, B, C, D} and, when `gated`, in[6] = the delta bias (with
 // softplus) and in[7] = z, fused or the reference.
@@ -39,7 +39,8 @@ torch::Tensor scan(bool fused, const std::vector<torch::Tensor>& in, bool gated)
   induct::nn::ScanOptions options;
   if (gated) options = {in[6], true, in[7]};
   return fused ? induct::nn::selective_scan(in[0], in[1], in[2], in[3], in[4], in[5], options)
-               : induct::nn::selective_scan_reference(in[0], in[1], in[2], in[3], in[4], in[5], options);
+               : induct::nn::selective_scan_reference(in[0], in[1], in[2], in[3], in[4], in[5],
+                                                      options);
 }
 }  // namespace
 
@@ -65,7 +66,8 @@ BOOST_AUTO_TEST_CASE(fused_scan_passes_gradcheck) {
   for (auto& t : inputs) t.requires_grad_(true);
   // Finite differences against the fused backward, element by element for the small A.
   auto f = [&](const torch::Tensor& A) {
-    return induct::nn::selective_scan(inputs[0], inputs[1], A, inputs[3], inputs[4], inputs[5]).sum();
+    return induct::nn::selective_scan(inputs[0], inputs[1], A, inputs[3], inputs[4], inputs[5])
+        .sum();
   };
   auto A = inputs[2].detach().clone().requires_grad_(true);
   f(A).backward();
@@ -100,12 +102,15 @@ BOOST_AUTO_TEST_CASE(fused_scan_in_float_matches_the_reference_in_double_backwar
     torch::manual_seed(12 + gated);
     const int64_t B = 5, T = 13, Di = 37, N = 20;
     auto opts = torch::TensorOptions().dtype(torch::kDouble);
-    const std::vector<torch::Tensor> inputs{
-        torch::randn({B, T, Di}, opts),
-        gated ? torch::randn({B, T, Di}, opts) * 2 - 2 : torch::rand({B, T, Di}, opts) * 0.3 + 0.001,
-        -torch::rand({Di, N}, opts) * 8 - 0.05, torch::randn({B, T, N}, opts),
-        torch::randn({B, T, N}, opts), torch::randn({Di}, opts), torch::randn({Di}, opts),
-        torch::randn({B, T, Di}, opts) * 2};
+    const std::vector<torch::Tensor> inputs{torch::randn({B, T, Di}, opts),
+                                            gated ? torch::randn({B, T, Di}, opts) * 2 - 2
+                                                  : torch::rand({B, T, Di}, opts) * 0.3 + 0.001,
+                                            -torch::rand({Di, N}, opts) * 8 - 0.05,
+                                            torch::randn({B, T, N}, opts),
+                                            torch::randn({B, T, N}, opts),
+                                            torch::randn({Di}, opts),
+                                            torch::randn({Di}, opts),
+                                            torch::randn({B, T, Di}, opts) * 2};
     auto weights = torch::linspace(-1, 1, B * T * Di, opts).reshape({B, T, Di});
     auto run = [&](bool fused, torch::Dtype dtype) {
       std::vector<torch::Tensor> in;
@@ -123,36 +128,39 @@ BOOST_AUTO_TEST_CASE(fused_scan_in_float_matches_the_reference_in_double_backwar
       const double scale = reference[i].abs().max().item<double>();
       BOOST_TEST((fused[i] - reference[i]).abs().max().item<double>() < 1e-5 * scale,
                  names[i] << " gated=" << gated);
-      BOOST_TEST(torch::allclose(fused_double[i], reference[i], 1e-10, 1e-12), names[i] << " gated=" << gated);
+      BOOST_TEST(torch::allclose(fused_double[i], reference[i], 1e-10, 1e-12),
+                 names[i] << " gated=" << gated);
     }
     at::set_num_threads(2);
     auto two_threads = run(true, torch::kFloat);
     at::set_num_threads(1);
     for (size_t i = 0; i < fused.size(); ++i)
-      BOOST_TEST(torch::allclose(two_threads[i], fused[i], 1e-5, 1e-6), names[i] << " gated=" << gated);
+      BOOST_TEST(torch::allclose(two_threads[i], fused[i], 1e-5, 1e-6),
+                 names[i] << " gated=" << gated);
   }
 }
 
 // Wrong shapes are errors before the kernels read any memory.
 BOOST_AUTO_TEST_CASE(fused_scan_and_conv_refuse_wrong_shapes) {
   auto in = scan_inputs(torch::kFloat);  // x [3, 7, 5], A [5, 4], B and C [3, 7, 4]
-  auto scan_with = [&](int replaced, const torch::Tensor& t, const induct::nn::ScanOptions& o = {}) {
+  auto scan_with = [&](int replaced, const torch::Tensor& t,
+                       const induct::nn::ScanOptions& o = {}) {
     auto args = in;
     if (replaced >= 0) args[replaced] = t;
     return induct::nn::selective_scan(args[0], args[1], args[2], args[3], args[4], args[5], o);
   };
   BOOST_CHECK_NO_THROW(scan_with(-1, {}));
-  BOOST_CHECK_THROW(scan_with(1, torch::rand({3, 6, 5})), c10::Error);   // delta
-  BOOST_CHECK_THROW(scan_with(2, torch::rand({4, 4})), c10::Error);      // A
-  BOOST_CHECK_THROW(scan_with(3, torch::rand({3, 7, 5})), c10::Error);   // B
-  BOOST_CHECK_THROW(scan_with(5, torch::rand({4})), c10::Error);         // D
+  BOOST_CHECK_THROW(scan_with(1, torch::rand({3, 6, 5})), c10::Error);  // delta
+  BOOST_CHECK_THROW(scan_with(2, torch::rand({4, 4})), c10::Error);     // A
+  BOOST_CHECK_THROW(scan_with(3, torch::rand({3, 7, 5})), c10::Error);  // B
+  BOOST_CHECK_THROW(scan_with(5, torch::rand({4})), c10::Error);        // D
   BOOST_CHECK_THROW(scan_with(-1, {}, {torch::rand({4}), true, {}}), c10::Error);
   BOOST_CHECK_THROW(scan_with(-1, {}, {{}, false, torch::rand({3, 7, 4})}), c10::Error);
-  BOOST_CHECK_THROW(induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({4, 4}), {}, true),
-                    c10::Error);
   BOOST_CHECK_THROW(
-      induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({5, 4}), torch::rand({4}), true),
-      c10::Error);
+      induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({4, 4}), {}, true), c10::Error);
+  BOOST_CHECK_THROW(induct::nn::causal_conv1d(torch::rand({3, 7, 5}), torch::rand({5, 4}),
+                                              torch::rand({4}), true),
+                    c10::Error);
 }
 
 namespace {
@@ -197,7 +205,8 @@ BOOST_AUTO_TEST_CASE(chunked_ssd_matches_the_recurrence_forward_and_backward) {
   for (int64_t chunk : {1, 3, 4, 11, 16}) {
     auto chunked = ssd_run(inputs, chunk), in_float_run = ssd_run(in_float, chunk);
     for (size_t i = 0; i < reference.size(); ++i) {
-      BOOST_TEST(torch::allclose(chunked[i], reference[i], 1e-10, 1e-12), names[i] << " chunk " << chunk);
+      BOOST_TEST(torch::allclose(chunked[i], reference[i], 1e-10, 1e-12),
+                 names[i] << " chunk " << chunk);
       const double scale = reference[i].abs().max().item<double>();
       BOOST_TEST((in_float_run[i] - reference[i]).abs().max().item<double>() < 1e-5 * scale,
                  names[i] << " chunk " << chunk << " in float");
@@ -209,7 +218,9 @@ BOOST_AUTO_TEST_CASE(chunked_ssd_matches_the_recurrence_forward_and_backward) {
 // input the chunked form treats most differently), on the chunked path with two chunks.
 BOOST_AUTO_TEST_CASE(chunked_ssd_gradient_of_the_decays_matches_finite_differences) {
   auto in = ssd_inputs(6, torch::kDouble);
-  auto f = [&](const torch::Tensor& a) { return induct::nn::ssd_scan(in[0], a, in[2], in[3], 4).pow(2).sum(); };
+  auto f = [&](const torch::Tensor& a) {
+    return induct::nn::ssd_scan(in[0], a, in[2], in[3], 4).pow(2).sum();
+  };
   auto a = in[1].clone().requires_grad_(true);
   f(a).backward();
   auto numeric = torch::zeros_like(a);
@@ -227,7 +238,8 @@ BOOST_AUTO_TEST_CASE(chunked_ssd_gradient_of_the_decays_matches_finite_differenc
 // and a decay of exp(-1) per step shrinks it by that factor each step.
 BOOST_AUTO_TEST_CASE(ssd_scan_carries_the_state_by_its_decays) {
   const int64_t T = 9;
-  auto x = torch::zeros({1, T, 1, 1}), B = torch::zeros({1, T, 1, 1}), C = torch::ones({1, T, 1, 1});
+  auto x = torch::zeros({1, T, 1, 1}), B = torch::zeros({1, T, 1, 1}),
+       C = torch::ones({1, T, 1, 1});
   x.index_put_({0, 0}, 2.0);
   B.index_put_({0, 0}, 1.0);
   for (double log_decay : {0.0, -1.0}) {
@@ -251,8 +263,8 @@ BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {
         torch::manual_seed(T + 2 * silu + with_bias);
         const int64_t B = 3, C = 21, K = 4;
         auto opts = torch::TensorOptions().dtype(torch::kDouble);
-        const std::vector<torch::Tensor> inputs{torch::randn({B, T, C}, opts) * 2,
-                                                torch::randn({C, K}, opts), torch::randn({C}, opts)};
+        const std::vector<torch::Tensor> inputs{
+            torch::randn({B, T, C}, opts) * 2, torch::randn({C, K}, opts), torch::randn({C}, opts)};
         auto weights = torch::linspace(-1, 1, B * T * C, opts).reshape({B, T, C});
         auto run = [&](torch::Dtype dtype, bool fused) {
           std::vector<torch::Tensor> in;
@@ -261,7 +273,8 @@ BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {
           auto y = (fused ? induct::nn::causal_conv1d : induct::nn::causal_conv1d_reference)(
               in[0], in[1], bias, silu);
           (y * weights.to(dtype)).sum().backward();
-          std::vector<torch::Tensor> out{y.detach().to(torch::kDouble), in[0].grad().to(torch::kDouble),
+          std::vector<torch::Tensor> out{y.detach().to(torch::kDouble),
+                                         in[0].grad().to(torch::kDouble),
                                          in[1].grad().to(torch::kDouble)};
           if (with_bias) out.push_back(in[2].grad().to(torch::kDouble));
           return out;
@@ -275,18 +288,21 @@ BOOST_AUTO_TEST_CASE(fused_causal_conv_matches_the_reference) {
 }
 
 namespace {
-using RecurrentLayer = torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
-                                         const torch::Tensor&, const torch::Tensor&);
+using RecurrentLayer = torch::Tensor (*)(const torch::Tensor&, const torch::Tensor&,
+                                         const torch::Tensor&, const torch::Tensor&,
+                                         const torch::Tensor&);
 
 // A fused recurrent layer (float) against LibTorch's (which the same function takes in double):
 // the output and every gradient for fixed upstream weights, H not a multiple of the vector
 // width, gate pre-activations from about -10 to 10 at scale 3 (both saturated ends).
-void check_recurrent_layer(RecurrentLayer layer, int64_t gates, int64_t T, double scale, uint64_t seed) {
+void check_recurrent_layer(RecurrentLayer layer, int64_t gates, int64_t T, double scale,
+                           uint64_t seed) {
   auto run = [&](torch::Dtype dtype) {
     torch::manual_seed(seed);
     const int64_t B = 3, I = 6, H = 20;
     auto opts = torch::TensorOptions().dtype(torch::kDouble);
-    std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts), torch::randn({gates * H, I}, opts) * scale / 2,
+    std::vector<torch::Tensor> in{torch::randn({B, T, I}, opts),
+                                  torch::randn({gates * H, I}, opts) * scale / 2,
                                   torch::randn({gates * H, H}, opts) * scale / 4,
                                   torch::randn({gates * H}, opts), torch::randn({gates * H}, opts)};
     for (auto& t : in) t = t.to(dtype).requires_grad_(true);
@@ -318,9 +334,10 @@ BOOST_AUTO_TEST_CASE(fused_gru_matches_libtorch_forward_and_backward) {
   // T = 1 has no recurrent product at all.
   for (int64_t T : {1, 9})
     for (double scale : {0.5, 3.0}) check_recurrent_layer(induct::nn::gru_layer, 3, T, scale, 6);
-  BOOST_CHECK_THROW(induct::nn::gru_layer(torch::rand({2, 3, 4}), torch::rand({12, 4}), torch::rand({16, 4}),
-                                          torch::rand({12}), torch::rand({12})),
-                    c10::Error);
+  BOOST_CHECK_THROW(
+      induct::nn::gru_layer(torch::rand({2, 3, 4}), torch::rand({12, 4}), torch::rand({16, 4}),
+                            torch::rand({12}), torch::rand({12})),
+      c10::Error);
 }
 
 namespace {
@@ -358,10 +375,12 @@ BOOST_AUTO_TEST_CASE(fused_attention_matches_libtorch_operations) {
   BOOST_TEST(!torch::allclose(f1[0], f[0], 1e-3, 1e-3));
   // Sizes past one vector (16 floats, 8 doubles) and past one block of rows, in both dimensions.
   for (auto [T, D] : {std::pair<int64_t, int64_t>{37, 20}, {16, 32}, {1, 3}}) {
-    auto fd = attention_run(torch::kDouble, true, 0.2, T, D), od = attention_run(torch::kDouble, false, 0.2, T, D);
+    auto fd = attention_run(torch::kDouble, true, 0.2, T, D),
+         od = attention_run(torch::kDouble, false, 0.2, T, D);
     BOOST_TEST(torch::allclose(fd[0], od[0], 1e-10, 1e-12), "y, T " << T << " D " << D);
     BOOST_TEST(torch::allclose(fd[1], od[1], 1e-10, 1e-12), "dqkv, T " << T << " D " << D);
-    auto ff = attention_run(torch::kFloat, true, 0.0, T, D), df = attention_run(torch::kDouble, false, 0.0, T, D);
+    auto ff = attention_run(torch::kFloat, true, 0.0, T, D),
+         df = attention_run(torch::kDouble, false, 0.0, T, D);
     BOOST_TEST((ff[0] - df[0]).abs().max().item<double>() < 1e-5, "T " << T << " D " << D);
     BOOST_TEST((ff[1] - df[1]).abs().max().item<double>() < 1e-5, "T " << T << " D " << D);
   }
@@ -401,24 +420,33 @@ BOOST_AUTO_TEST_CASE(fused_qkv_attention_with_rotary_matches_libtorch_operations
   // one gradient for the fused projection's output. In double (LibTorch's dropout draws in both
   // paths) equal to rounding; in float against double. No rotary, partial and full rotary;
   // sizes within and past one vector and one block of rows.
-  struct Case { int64_t T, D, rd; };
-  for (auto c : {Case{7, 8, 0}, Case{7, 8, 4}, Case{7, 8, 8}, Case{37, 20, 8}, Case{37, 20, 20}, Case{1, 4, 2}}) {
+  struct Case {
+    int64_t T, D, rd;
+  };
+  for (auto c : {Case{7, 8, 0}, Case{7, 8, 4}, Case{7, 8, 8}, Case{37, 20, 8}, Case{37, 20, 20},
+                 Case{1, 4, 2}}) {
     for (double dropout : {0.0, 0.3}) {
       auto fused = qkv_attention_run(torch::kDouble, true, dropout, c.T, c.D, c.rd);
       auto ops = qkv_attention_run(torch::kDouble, false, dropout, c.T, c.D, c.rd);
-      BOOST_TEST(torch::allclose(fused[0], ops[0], 1e-10, 1e-12), "y, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
-      BOOST_TEST(torch::allclose(fused[1], ops[1], 1e-10, 1e-12), "dqkv, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
+      BOOST_TEST(torch::allclose(fused[0], ops[0], 1e-10, 1e-12),
+                 "y, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
+      BOOST_TEST(torch::allclose(fused[1], ops[1], 1e-10, 1e-12),
+                 "dqkv, T " << c.T << " D " << c.D << " rd " << c.rd << " dropout " << dropout);
     }
     auto f = qkv_attention_run(torch::kFloat, true, 0.0, c.T, c.D, c.rd);
     auto d = qkv_attention_run(torch::kDouble, false, 0.0, c.T, c.D, c.rd);
-    BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-5, "float y, T " << c.T << " rd " << c.rd);
-    BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-5, "float dqkv, T " << c.T << " rd " << c.rd);
+    BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-5,
+               "float y, T " << c.T << " rd " << c.rd);
+    BOOST_TEST((f[1] - d[1]).abs().max().item<double>() < 1e-5,
+               "float dqkv, T " << c.T << " rd " << c.rd);
   }
   // Bad shapes are errors, not crashes.
   auto qkv = torch::randn({2, 5, 3 * 2 * 4});
   BOOST_CHECK_THROW(induct::nn::causal_attention_qkv(qkv, 5, 0.0, false), c10::Error);
   auto short_tables = induct::nn::rotary_tables(4, 3, 10000);
-  BOOST_CHECK_THROW(induct::nn::causal_attention_qkv(qkv, 2, 0.0, false, short_tables.cos, short_tables.sin), c10::Error);
+  BOOST_CHECK_THROW(
+      induct::nn::causal_attention_qkv(qkv, 2, 0.0, false, short_tables.cos, short_tables.sin),
+      c10::Error);
 }
 
 BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
@@ -432,7 +460,8 @@ BOOST_AUTO_TEST_CASE(fused_rotary_matches_libtorch_operations) {
       auto y = induct::nn::apply_rotary(base.permute({0, 2, 1, 3}), tables.cos, tables.sin);
       auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
       (y * w).sum().backward();
-      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble), base.grad().to(torch::kDouble)};
+      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble),
+                                        base.grad().to(torch::kDouble)};
     };
     auto f = run(torch::kFloat), d = run(torch::kDouble);
     BOOST_TEST((f[0] - d[0]).abs().max().item<double>() < 1e-6, "rotary_dim " << rd);
@@ -450,7 +479,8 @@ BOOST_AUTO_TEST_CASE(linear_matches_libtorch) {
       auto x = torch::randn({3, 7, 5}, torch::kDouble), w = torch::randn({19, 5}, torch::kDouble);
       auto b = with_bias ? torch::randn({19}, torch::kDouble) : torch::Tensor();
       auto run = [&](torch::Dtype dtype, bool sdk) {
-        auto xi = x.to(dtype).clone().requires_grad_(true), wi = w.to(dtype).clone().requires_grad_(true);
+        auto xi = x.to(dtype).clone().requires_grad_(true),
+             wi = w.to(dtype).clone().requires_grad_(true);
         auto bi = with_bias ? b.to(dtype).clone().requires_grad_(true) : torch::Tensor();
         torch::Tensor y;
         if (activation == 0)
@@ -458,7 +488,8 @@ BOOST_AUTO_TEST_CASE(linear_matches_libtorch) {
         else if (sdk)
           y = induct::nn::linear_gelu(xi, wi, bi, activation == 2);
         else
-          y = activation == 2 ? torch::gelu(torch::linear(xi, wi, bi)) : torch::gelu(torch::linear(xi, wi, bi), "tanh");
+          y = activation == 2 ? torch::gelu(torch::linear(xi, wi, bi))
+                              : torch::gelu(torch::linear(xi, wi, bi), "tanh");
         auto g = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
         (y * g).sum().backward();
         std::vector<torch::Tensor> out{y.detach(), xi.grad(), wi.grad()};
@@ -466,12 +497,15 @@ BOOST_AUTO_TEST_CASE(linear_matches_libtorch) {
         for (auto& t : out) t = t.to(torch::kDouble).clone();
         return out;
       };
-      auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+      auto f = run(torch::kFloat, true), d = run(torch::kDouble, false),
+           dd = run(torch::kDouble, true);
       BOOST_TEST(f[0].sizes() == torch::IntArrayRef({3, 7, 19}));
       for (size_t i = 0; i < f.size(); ++i) {
         const double error = (f[i] - d[i]).abs().max().item<double>();
-        BOOST_TEST(error < 1e-5, "output " << i << " activation " << activation << " bias " << with_bias << ": " << error);
-        BOOST_TEST(torch::equal(dd[i], d[i]), "fallback output " << i << " activation " << activation);
+        BOOST_TEST(error < 1e-5, "output " << i << " activation " << activation << " bias "
+                                           << with_bias << ": " << error);
+        BOOST_TEST(torch::equal(dd[i], d[i]),
+                   "fallback output " << i << " activation " << activation);
       }
     }
   }
@@ -487,7 +521,8 @@ BOOST_AUTO_TEST_CASE(fused_gelu_matches_libtorch) {
     auto w = torch::linspace(-1, 1, x.numel(), torch::kDouble);
     (yf * w.to(torch::kFloat)).sum().backward();
     (yd * w).sum().backward();
-    BOOST_TEST((yf.detach().to(torch::kDouble) - yd.detach()).abs().max().item<double>() < 2e-6, exact);
+    BOOST_TEST((yf.detach().to(torch::kDouble) - yd.detach()).abs().max().item<double>() < 2e-6,
+               exact);
     BOOST_TEST((xf.grad().to(torch::kDouble) - xd.grad()).abs().max().item<double>() < 2e-6, exact);
   }
 }
@@ -497,8 +532,8 @@ BOOST_AUTO_TEST_CASE(fused_swiglu_and_rms_norm_match_libtorch_operations) {
   auto run = [](torch::Dtype dtype) {
     torch::manual_seed(12);
     auto opts = torch::TensorOptions().dtype(torch::kDouble);
-    std::vector<torch::Tensor> in{torch::randn({5, 3, 24}, opts) * 3, torch::randn({5, 3, 24}, opts),
-                                  torch::randn({24}, opts)};
+    std::vector<torch::Tensor> in{torch::randn({5, 3, 24}, opts) * 3,
+                                  torch::randn({5, 3, 24}, opts), torch::randn({24}, opts)};
     for (auto& t : in) t = t.to(dtype).requires_grad_(true);
     auto y = induct::nn::rms_norm(induct::nn::swiglu(in[0], in[1]), in[2], 1e-5);
     auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
@@ -534,7 +569,8 @@ BOOST_AUTO_TEST_CASE(fused_layer_norm_matches_libtorch) {
       for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
       return out;
     };
-    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false),
+         dd = run(torch::kDouble, true);
     const char* names[] = {"y", "dx", "dweight", "dbias"};
     for (size_t i = 0; i < f.size(); ++i) {
       const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
@@ -553,7 +589,8 @@ BOOST_AUTO_TEST_CASE(fused_layer_norm_pair_matches_two_libtorch_layer_norms) {
       torch::manual_seed(14);
       auto opts = torch::TensorOptions().dtype(torch::kDouble);
       std::vector<torch::Tensor> in{torch::randn({5, 3, n}, opts) * 3 + 1, torch::randn({n}, opts),
-                                    torch::randn({n}, opts), torch::randn({n}, opts), torch::randn({n}, opts)};
+                                    torch::randn({n}, opts), torch::randn({n}, opts),
+                                    torch::randn({n}, opts)};
       for (auto& t : in) t = t.to(dtype).requires_grad_(true);
       torch::Tensor y1, y2;
       if (sdk) {
@@ -565,11 +602,13 @@ BOOST_AUTO_TEST_CASE(fused_layer_norm_pair_matches_two_libtorch_layer_norms) {
       auto w1 = torch::linspace(-1, 1, y1.numel(), torch::kDouble).reshape(y1.sizes()).to(dtype);
       auto w2 = torch::linspace(2, -0.5, y2.numel(), torch::kDouble).reshape(y2.sizes()).to(dtype);
       ((y1 * w1).sum() + (y2 * w2 * w2).sum()).backward();
-      std::vector<torch::Tensor> out{y1.detach().to(torch::kDouble), y2.detach().to(torch::kDouble)};
+      std::vector<torch::Tensor> out{y1.detach().to(torch::kDouble),
+                                     y2.detach().to(torch::kDouble)};
       for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
       return out;
     };
-    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false), dd = run(torch::kDouble, true);
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false),
+         dd = run(torch::kDouble, true);
     const char* names[] = {"y1", "y2", "dx", "dweight1", "dbias1", "dweight2", "dbias2"};
     for (size_t i = 0; i < f.size(); ++i) {
       const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
@@ -597,7 +636,8 @@ BOOST_AUTO_TEST_CASE(fused_dropout_keeps_one_minus_p_and_is_seeded) {
   BOOST_TEST(torch::equal(induct::nn::dropout(x, p, false), x));
   // Neighbouring elements are not correlated (a counter-based hash, not a weak stream).
   auto kept_mask = (y.detach() != 0).to(torch::kDouble).flatten();
-  auto a = kept_mask.slice(0, 0, -1) - kept_mask.mean(), b = kept_mask.slice(0, 1) - kept_mask.mean();
+  auto a = kept_mask.slice(0, 0, -1) - kept_mask.mean(),
+       b = kept_mask.slice(0, 1) - kept_mask.mean();
   const double correlation = ((a * b).mean() / (a * a).mean()).item<double>();
   BOOST_TEST(std::abs(correlation) < 0.005, "correlation " << correlation);
 }
@@ -640,7 +680,8 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_matches_libtorch) {
     auto x = (fused ? logits.to(torch::kFloat) : logits.clone()).requires_grad_(true);
     auto loss = fused ? induct::nn::cross_entropy(x, targets)
                       : torch::nn::functional::cross_entropy(
-                            x, targets, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+                            x, targets,
+                            torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     (loss * 1.7).backward();
     return std::make_pair(loss.item<double>(), x.grad().to(torch::kDouble));
   };
@@ -651,5 +692,6 @@ BOOST_AUTO_TEST_CASE(fused_cross_entropy_matches_libtorch) {
   BOOST_TEST(fused_grad[2].abs().sum().item<double>() == 0);  // an ignored row
   // Every row ignored: NaN, as LibTorch's mean.
   auto all_ignored = torch::full({4}, -100, torch::kLong);
-  BOOST_TEST(std::isnan(induct::nn::cross_entropy(torch::randn({4, 3}), all_ignored).item<double>()));
+  BOOST_TEST(
+      std::isnan(induct::nn::cross_entropy(torch::randn({4, 3}), all_ignored).item<double>()));
 }

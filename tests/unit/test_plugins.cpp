@@ -2,7 +2,6 @@
 // names the file and the problem, and keeps the good ones.
 #define BOOST_TEST_MODULE plugins
 #include <boost/test/unit_test.hpp>
-
 #include <fstream>
 
 #include "induct/model.hpp"
@@ -44,7 +43,8 @@ BOOST_AUTO_TEST_CASE(refuses_a_missing_file) {
 BOOST_AUTO_TEST_CASE(refuses_a_library_without_the_entry_point) {
   std::string file = kFixtures + "/libfixture_no_entry.so";
   std::string message = refusal(file);
-  BOOST_TEST(message.find(file + ": not an induct plugin (no 'induct_plugin_entry'") == 0u, message);
+  BOOST_TEST(message.find(file + ": not an induct plugin (no 'induct_plugin_entry'") == 0u,
+             message);
 }
 
 BOOST_AUTO_TEST_CASE(refuses_plugins_of_other_api_versions) {
@@ -110,20 +110,23 @@ BOOST_AUTO_TEST_CASE(refuses_a_plugin_built_with_another_cxx_abi) {
 
 BOOST_AUTO_TEST_CASE(refuses_a_plugin_whose_registration_throws) {
   std::string file = kFixtures + "/libfixture_register_throws.so";
-  BOOST_TEST(refusal(file) == file + " (plugin 'behaviour'): registration threw: cannot find my "
-                                     "configuration file");
+  BOOST_TEST(refusal(file) == file +
+                                  " (plugin 'behaviour'): registration threw: cannot find my "
+                                  "configuration file");
 }
 
 BOOST_AUTO_TEST_CASE(refuses_a_second_library_registering_the_same_name) {
   PluginRegistry registry;
-  const std::string a = kFixtures + "/libfixture_twin_a.so", b = kFixtures + "/libfixture_twin_b.so";
+  const std::string a = kFixtures + "/libfixture_twin_a.so",
+                    b = kFixtures + "/libfixture_twin_b.so";
   registry.load(a);
   try {
     registry.load(b);
     BOOST_FAIL("no error");
   } catch (const PluginError& e) {
-    BOOST_TEST(std::string(e.what()) == b + " (plugin 'behaviour'): model 'twin' is registered by both " +
-                                            a + " and " + b + " (keep one of them on the plugin path)");
+    BOOST_TEST(std::string(e.what()) ==
+               b + " (plugin 'behaviour'): model 'twin' is registered by both " + a + " and " + b +
+                   " (keep one of them on the plugin path)");
   }
   BOOST_TEST(registry.find("model", "twin")->library == a);
 }
@@ -158,7 +161,8 @@ BOOST_AUTO_TEST_CASE(loading_the_same_library_twice_is_harmless) {
   twice.load_all({INDUCT_PLUGIN_DIR, INDUCT_PLUGIN_DIR});
   BOOST_TEST(twice.problems().empty());
   BOOST_TEST(twice.components().size() == once.components().size());
-  for (const char* model : {"lstm", "gru", "gpt2", "llama", "pythia", "dense_ssm", "mamba", "mamba2"})
+  for (const char* model :
+       {"lstm", "gru", "gpt2", "llama", "pythia", "dense_ssm", "mamba", "mamba2"})
     BOOST_TEST(twice.find("model", model) != nullptr, model);
   for (const char* task : {"modular", "permutation", "dyck", "cayley"})
     BOOST_TEST(twice.find("task", task) != nullptr, task);
@@ -173,7 +177,9 @@ BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {
     BOOST_FAIL("no error");
   } catch (const PluginError& e) {
     std::string message = e.what();
-    BOOST_TEST(message.find("unknown model 'transformer' (available models: dense_ssm, gpt2, gru, llama, lstm, mamba, mamba2, pythia)") == 0u, message);
+    BOOST_TEST(message.find("unknown model 'transformer' (available models: dense_ssm, gpt2, gru, "
+                            "llama, lstm, mamba, mamba2, pythia)") == 0u,
+               message);
   }
 }
 

@@ -3,9 +3,9 @@
 // the probe's directions there takes the model to chance; patching the clean activation into a
 // corrupted run restores the clean answer only where the readout takes it from.
 #define BOOST_TEST_MODULE probe
-#include <boost/test/unit_test.hpp>
-
 #include <torch/torch.h>
+
+#include <boost/test/unit_test.hpp>
 
 #include "probe/probe.hpp"
 #include "train/generalization.hpp"
@@ -27,10 +27,12 @@ class ParityByHand final : public SequenceModel {
  public:
   torch::Tensor forward(const torch::Tensor& tokens) override {
     auto onehot = torch::one_hot(tokens, 2).to(torch::kFloat);
-    auto noise = torch::sin(torch::arange(tokens.numel() * 2, torch::kFloat) * 12.9898).view({tokens.size(0), tokens.size(1), 2});
+    auto noise = torch::sin(torch::arange(tokens.numel() * 2, torch::kFloat) * 12.9898)
+                     .view({tokens.size(0), tokens.size(1), 2});
     auto embed = hooks("embed", torch::cat({onehot, noise}, -1));  // [B, T, 4]
     auto parity = embed.select(-1, 1).cumsum(1).remainder(2);      // from the embedding's token
-    auto state = hooks("state", torch::cat({(1 - 2 * parity).unsqueeze(-1), embed.narrow(-1, 0, 3)}, -1));
+    auto state =
+        hooks("state", torch::cat({(1 - 2 * parity).unsqueeze(-1), embed.narrow(-1, 0, 3)}, -1));
     auto s0 = state.select(-1, 0).unsqueeze(-1);
     return torch::cat({5 * s0, -5 * s0}, -1);
   }
@@ -48,12 +50,13 @@ BOOST_AUTO_TEST_CASE(probe_reads_the_state_where_it_is_written) {
   BOOST_REQUIRE(acts.count("embed") && acts.count("state"));
   auto labels = parity_labels(tokens).flatten();
   const int64_t half = labels.size(0) / 2;
-  for (const auto& [hook, expected] : std::map<std::string, double>{{"embed", 0.0}, {"state", 1.0}}) {
+  for (const auto& [hook, expected] :
+       std::map<std::string, double>{{"embed", 0.0}, {"state", 1.0}}) {
     auto x = acts.at(hook).reshape({labels.size(0), -1});
     auto probe = fit_probe(x.narrow(0, 0, half), labels.narrow(0, 0, half), 2);
     const auto held_out = labels.narrow(0, half, half);
     const double score = above_chance(probe.accuracy(x.narrow(0, half, half), held_out),
-                                             majority_share(held_out, 2));
+                                      majority_share(held_out, 2));
     BOOST_TEST_MESSAGE(hook << ": normalised probe accuracy " << score);
     BOOST_TEST(std::abs(score - expected) < 0.1, hook << ": normalised accuracy " << score);
   }
@@ -70,14 +73,19 @@ BOOST_AUTO_TEST_CASE(ablating_the_probe_directions_takes_the_model_to_chance) {
   // The direction is coordinate 0 (up to sign).
   BOOST_TEST(std::abs(probe.directions()[0][0].item<double>()) > 0.99);
   auto final_accuracy = [&](const torch::Tensor& logits) {
-    return logits.select(1, 7).argmax(-1).eq(labels.select(1, 7)).to(torch::kDouble).mean().item<double>();
+    return logits.select(1, 7)
+        .argmax(-1)
+        .eq(labels.select(1, 7))
+        .to(torch::kDouble)
+        .mean()
+        .item<double>();
   };
   BOOST_TEST(final_accuracy(model.forward(tokens)) == 1.0);
-  const double ablated = final_accuracy(run_edited(model, tokens, "state", [&](const torch::Tensor& x) {
-    return probe.ablate(x);
-  }));
+  const double ablated = final_accuracy(
+      run_edited(model, tokens, "state", [&](const torch::Tensor& x) { return probe.ablate(x); }));
   BOOST_TEST_MESSAGE("final-state accuracy with the state's probe directions ablated: " << ablated);
-  BOOST_TEST(std::abs(ablated - 0.5) < 0.1, "ablated accuracy " << ablated);  // chance: one class for all
+  BOOST_TEST(std::abs(ablated - 0.5) < 0.1,
+             "ablated accuracy " << ablated);  // chance: one class for all
 }
 
 BOOST_AUTO_TEST_CASE(patching_restores_the_clean_answer_where_the_readout_takes_it) {
@@ -91,14 +99,18 @@ BOOST_AUTO_TEST_CASE(patching_restores_the_clean_answer_where_the_readout_takes_
   auto answer = parity_labels(clean).select(1, T - 1), wrong = 1 - answer;
   auto gap = [&](const torch::Tensor& logits) {  // clean answer's logit minus the other's
     auto last = logits.select(1, T - 1);
-    return last.gather(1, answer.unsqueeze(1)).squeeze(1) - last.gather(1, wrong.unsqueeze(1)).squeeze(1);
+    return last.gather(1, answer.unsqueeze(1)).squeeze(1) -
+           last.gather(1, wrong.unsqueeze(1)).squeeze(1);
   };
   const auto clean_gap = gap(model.forward(clean)), corrupted_gap = gap(model.forward(corrupted));
   BOOST_TEST((clean_gap > 0).all().item<bool>());
   BOOST_TEST((corrupted_gap < 0).all().item<bool>());
-  for (const auto& [position, expected] : std::map<int64_t, double>{{T - 1, 1.0}, {p, 0.0}, {0, 0.0}}) {
-    auto patched = run_patched(model, corrupted, "state", position, clean_state.select(1, position));
-    BOOST_TEST(recovered_share(clean_gap, corrupted_gap, gap(patched)) == expected, "position " << position);
+  for (const auto& [position, expected] :
+       std::map<int64_t, double>{{T - 1, 1.0}, {p, 0.0}, {0, 0.0}}) {
+    auto patched =
+        run_patched(model, corrupted, "state", position, clean_state.select(1, position));
+    BOOST_TEST(recovered_share(clean_gap, corrupted_gap, gap(patched)) == expected,
+               "position " << position);
   }
   BOOST_TEST(recovered_share(torch::ones({2}), torch::ones({2}), torch::zeros({2})) == 0.0);
 }

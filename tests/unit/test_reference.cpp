@@ -5,7 +5,6 @@
 #define BOOST_TEST_MODULE reference
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
-
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -27,7 +26,8 @@ struct Setup {
   Setup() {
     configure_process(1);
     if (test::run_command(kPython + " -c 'import torch, numpy'").exit_code != 0) {
-      std::cout << "SKIPPED: " << kPython << " cannot import torch and numpy (install python3-torch)\n";
+      std::cout << "SKIPPED: " << kPython
+                << " cannot import torch and numpy (install python3-torch)\n";
       std::exit(77);
     }
   }
@@ -47,7 +47,8 @@ const std::vector<std::string> kModels = {
     "{name: mamba}",
     "{name: mamba2}",
     // Three chunks of the SSD scan over the 10 tokens, two groups of B and C.
-    "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4, tie_embeddings: false}",
+    "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4, "
+    "tie_embeddings: false}",
 };
 
 void write_raw(const std::string& path, const torch::Tensor& t) {
@@ -74,7 +75,8 @@ BOOST_DATA_TEST_CASE(logits_match_the_pytorch_reference, bdata::make(kModels), y
   const std::string dir = test::temp_dir("reference-" + name + std::to_string(yaml_text.size()));
   {
     std::ofstream config(dir + "/config.txt");
-    config << "model=" << name << "\nvocab=" << V << "\nmax_length=" << T << "\nbatch=" << B << "\n";
+    config << "model=" << name << "\nvocab=" << V << "\nmax_length=" << T << "\nbatch=" << B
+           << "\n";
     for (const auto& entry : yaml::resolved(options))
       if (entry.first.as<std::string>() != "name")
         config << entry.first.as<std::string>() << "=" << entry.second.as<std::string>() << "\n";

@@ -2,11 +2,11 @@
 // drivers with a fake trainer (kappa arithmetic, first-success cancellation, reuse of stored
 // trials), normalization, and the report's number formatting.
 #define BOOST_TEST_MODULE study
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
-
-#include <sqlite3.h>
-
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -14,12 +14,10 @@
 #include <sstream>
 #include <thread>
 
-#include <unistd.h>
-
 #include "exec/status.hpp"
 #include "report/nstar_marks.hpp"
-#include "study/search.hpp"
 #include "study/registry.hpp"
+#include "study/search.hpp"
 #include "study/study.hpp"
 #include "support.hpp"
 #include "train/generalization.hpp"
@@ -103,7 +101,8 @@ namespace {
 // cancelled before it started, none).
 class FakeRunner final : public TrialRunner {
  public:
-  explicit FakeRunner(std::function<uint64_t(const Cell&)> threshold) : threshold_(std::move(threshold)) {}
+  explicit FakeRunner(std::function<uint64_t(const Cell&)> threshold)
+      : threshold_(std::move(threshold)) {}
   void run(TrialSource& source) override {
     while (auto job = source.next()) {
       ++trained;
@@ -131,7 +130,8 @@ class FakeRunner final : public TrialRunner {
 // running side by side belong to.
 class PairRunner final : public TrialRunner {
  public:
-  explicit PairRunner(std::function<uint64_t(const Cell&)> threshold) : threshold_(std::move(threshold)) {}
+  explicit PairRunner(std::function<uint64_t(const Cell&)> threshold)
+      : threshold_(std::move(threshold)) {}
   void run(TrialSource& source) override {
     struct Running {
       TrialSource::Job job;
@@ -265,7 +265,8 @@ BOOST_AUTO_TEST_CASE(sharing_factor_is_the_sum_over_the_joint) {
     ++found;
     BOOST_REQUIRE(o.value["lengths"].size() == 3u);
     for (size_t i = 0; i < 3; ++i) {
-      BOOST_TEST(o.value["lengths"][i]["kappa"].as<double>() == expected[i], boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(o.value["lengths"][i]["kappa"].as<double>() == expected[i],
+                 boost::test_tools::tolerance(1e-12));
       BOOST_TEST(o.value["lengths"][i]["sum_fixed"].as<double>() == sums[i]);
     }
   }
@@ -282,8 +283,10 @@ BOOST_AUTO_TEST_CASE(searches_share_the_workers_and_a_success_cancels_its_neighb
   // The same N* as one trial at a time (sharing_factor_is_the_sum_over_the_joint).
   for (const auto& o : run.store->outcomes())
     if (o.kind == "sharing") {
-      BOOST_TEST(o.value["lengths"][1]["kappa"].as<double>() == 2.0, boost::test_tools::tolerance(1e-12));
-      BOOST_TEST(o.value["lengths"][2]["kappa"].as<double>() == 3.6, boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(o.value["lengths"][1]["kappa"].as<double>() == 2.0,
+                 boost::test_tools::tolerance(1e-12));
+      BOOST_TEST(o.value["lengths"][2]["kappa"].as<double>() == 3.6,
+                 boost::test_tools::tolerance(1e-12));
     }
   // Different cells' searches ran side by side; once one search was left, two configurations
   // of its steps ran together and the success cancelled the other.
@@ -294,7 +297,8 @@ BOOST_AUTO_TEST_CASE(searches_share_the_workers_and_a_success_cancels_its_neighb
     // A training cancelled because its step was decided leaves no state; the others keep
     // theirs (a worker removes them as run.keep_states says).
     BOOST_REQUIRE(!t.spec.state_dir.empty());
-    BOOST_TEST(std::filesystem::exists(t.spec.state_path()) == (t.result.status != TrialStatus::kCancelled),
+    BOOST_TEST(std::filesystem::exists(t.spec.state_path()) ==
+                   (t.result.status != TrialStatus::kCancelled),
                t.spec.configuration() << " N=" << t.spec.n << " " << to_string(t.result.status));
   }
   BOOST_TEST(cancelled > 0u);
@@ -317,7 +321,8 @@ search: {tolerance: 0}
   FakeRunner runner(thresholds);
   BOOST_TEST(twice.go(runner) == 0);
   const std::string table = twice.out.str();
-  Run once(std::string(text).replace(std::string(text).find("[4, 3, 4]"), 9, "[4, 3]"), "nstar_once");
+  Run once(std::string(text).replace(std::string(text).find("[4, 3, 4]"), 9, "[4, 3]"),
+           "nstar_once");
   FakeRunner single(thresholds);
   BOOST_TEST(once.go(single) == 0);
   BOOST_TEST(runner.trained == single.trained);
@@ -359,7 +364,8 @@ search: {tolerance: 0}
   BOOST_TEST(runner.trained == 16u);
   // Rerun into the same store: nothing is trained again.
   FakeRunner again([](const Cell&) { return 37; });
-  StudyRun run{first.config, test::plugins(), *first.store, again, first.progress, first.dir, first.out};
+  StudyRun run{first.config,   test::plugins(), *first.store, again,
+               first.progress, first.dir,       first.out};
   BOOST_TEST(run_study(run, first.cells) == 0);
   BOOST_TEST(again.trained == 0u);
 }
@@ -471,7 +477,8 @@ BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
   auto found = store.find_outcome("k1");
   BOOST_REQUIRE(found.has_value());
   BOOST_TEST(found->value["nstar"].as<int>() == 42);
-  BOOST_TEST(said.str().find("store " + file + ": locked by another process for 10 s") == 0u, said.str());
+  BOOST_TEST(said.str().find("store " + file + ": locked by another process for 10 s") == 0u,
+             said.str());
   BOOST_TEST(said.str().find("no longer locked") != std::string::npos, said.str());
 }
 
@@ -518,8 +525,9 @@ BOOST_AUTO_TEST_CASE(a_second_run_into_a_folder_is_refused_while_the_first_holds
       BOOST_FAIL("a second lock on " + dir);
     } catch (const std::runtime_error& e) {
       const std::string message = e.what();
-      BOOST_TEST(message.find("another `induct run` (pid " + std::to_string(::getpid()) + " on ") == 0u,
-                 message);
+      BOOST_TEST(
+          message.find("another `induct run` (pid " + std::to_string(::getpid()) + " on ") == 0u,
+          message);
       BOOST_TEST(message.find("give this one another --out") != std::string::npos, message);
     }
   }
@@ -551,8 +559,9 @@ BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
     BOOST_FAIL("no error");
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();
-    BOOST_TEST(message.find(file + ": outcomes row k1: column value is not a readable record") == 0u,
-               message);
+    BOOST_TEST(
+        message.find(file + ": outcomes row k1: column value is not a readable record") == 0u,
+        message);
   }
 }
 
@@ -577,9 +586,10 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
   std::stringstream data;
   data << in.rdbuf();
   // N_max = 2^L minus the validation set (20%, at most 20% per length): 7 and 13.
-  BOOST_TEST(data.str() == "# lstm\n3 2\n4 2\n\n\n"
-                           "# gpt2: not learned (drawn at N_max)\n3 7\n4 13\n\n\n"
-                           "# sequences available (N_max)\n3 7\n4 13\n\n\n",
+  BOOST_TEST(data.str() ==
+                 "# lstm\n3 2\n4 2\n\n\n"
+                 "# gpt2: not learned (drawn at N_max)\n3 7\n4 13\n\n\n"
+                 "# sequences available (N_max)\n3 7\n4 13\n\n\n",
              data.str());
   std::ifstream script(run.dir + "/figures/nstar_modular_m_2__acot_fixed.gp");
   std::stringstream gp;
@@ -601,7 +611,8 @@ BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models,
   std::stringstream data;
   data << in.rdbuf();
   // Both models meet the same thresholds here: kappa 1, 2, 3.6 for each.
-  BOOST_TEST(data.str() == "# gpt2\n2 1\n3 2\n4 3.6\n\n\n# lstm\n2 1\n3 2\n4 3.6\n\n\n", data.str());
+  BOOST_TEST(data.str() == "# gpt2\n2 1\n3 2\n4 3.6\n\n\n# lstm\n2 1\n3 2\n4 3.6\n\n\n",
+             data.str());
 }
 
 BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {
@@ -677,9 +688,12 @@ probe: {multiples: [1, 2], samples: 200}
   BOOST_TEST(lstm["ablated_accuracy"].as<double>() <= 1.0);
   // Patching the clean embedding at the changed action undoes the corruption; at the readout
   // the embedding (of an unchanged token) recovers nothing, the LSTM's state all of it.
-  BOOST_TEST(std::abs(embed["patch_changed"].as<double>() - 1.0) < 1e-6, embed["patch_changed"].as<double>());
-  BOOST_TEST(std::abs(embed["patch_readout"].as<double>()) < 1e-6, embed["patch_readout"].as<double>());
-  BOOST_TEST(std::abs(lstm["patch_readout"].as<double>() - 1.0) < 1e-6, lstm["patch_readout"].as<double>());
+  BOOST_TEST(std::abs(embed["patch_changed"].as<double>() - 1.0) < 1e-6,
+             embed["patch_changed"].as<double>());
+  BOOST_TEST(std::abs(embed["patch_readout"].as<double>()) < 1e-6,
+             embed["patch_readout"].as<double>());
+  BOOST_TEST(std::abs(lstm["patch_readout"].as<double>() - 1.0) < 1e-6,
+             lstm["patch_readout"].as<double>());
   const size_t trained = run.store->all().size();
   BOOST_TEST(std::filesystem::exists(run.dir + "/probe_table.md"));
   BOOST_TEST(std::filesystem::exists(run.dir + "/study.md"));
@@ -713,7 +727,8 @@ training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50
            stall_window: 100, plateau_patience: 100}
 )";
   std::string off = text;  // the same study without the detector
-  off.replace(off.find(",\n           stall_window"), std::string(",\n           stall_window: 100, plateau_patience: 100").size(), "");
+  off.replace(off.find(",\n           stall_window"),
+              std::string(",\n           stall_window: 100, plateau_patience: 100").size(), "");
   InProcessRunner runner(test::plugins(), study_measurements());
   auto only_trial = [](const Run& run) {
     const auto all = run.store->all();
@@ -733,7 +748,8 @@ training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50
   BOOST_REQUIRE(stopped.stalled);
   BOOST_REQUIRE(stopped.steps < whole.steps);
   BOOST_REQUIRE_EQUAL(std::distance(std::filesystem::directory_iterator(run.dir + "/states"),
-                                    std::filesystem::directory_iterator()), 1);
+                                    std::filesystem::directory_iterator()),
+                      1);
   run.config = load_study_text(off, "study.yaml");
   run.cells = prepare_study(run.config, test::plugins());
   BOOST_TEST(run.go(runner) == 0, run.log.str());

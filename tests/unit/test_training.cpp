@@ -1,5 +1,8 @@
 // Training: causality of the models, determinism of whole trials, and learning parity.
 #define BOOST_TEST_MODULE training
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include "options_yaml.hpp"
@@ -8,8 +11,6 @@
 #include "train/generalization.hpp"
 #include "train/optimizer.hpp"
 #include "train/trainer.hpp"
-#include <torch/nn/functional/loss.h>
-#include <torch/optim/adam.h>
 #include "util/process.hpp"
 
 using namespace induct;
@@ -41,8 +42,9 @@ TrialSpec parity_trial(int L, uint64_t n, int64_t hidden, double lr, int64_t max
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(lstm_is_causal) {
-  auto model = make_model_checked(test::plugins(), yaml::load_string("name: lstm\nhidden: 32", "m.yaml"),
-                                  {12, 10, 10}, 1, torch::kCPU);
+  auto model =
+      make_model_checked(test::plugins(), yaml::load_string("name: lstm\nhidden: 32", "m.yaml"),
+                         {12, 10, 10}, 1, torch::kCPU);
   model->eval();
   torch::manual_seed(3);
   torch::Tensor a = torch::randint(0, 5, {3, 10}, torch::kLong);
@@ -88,8 +90,8 @@ BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
   unsaved.checkpoint_dir.clear();
   BOOST_TEST(unsaved.key() == spec.key());
   BOOST_TEST(TrialSpec::from_yaml(spec.to_yaml()).checkpoint_dir == spec.checkpoint_dir);
-  auto model = make_model_checked(test::plugins(), yaml::from_node(spec.cell.model, "model"), {6, 6, 4}, 99,
-                                  torch::kCPU);
+  auto model = make_model_checked(test::plugins(), yaml::from_node(spec.cell.model, "model"),
+                                  {6, 6, 4}, 99, torch::kCPU);
   auto tokens = torch::tensor({1, 1, 0, 1, 0, 1}, torch::kLong).view({1, 6});
   const auto expected = torch::tensor({3, 2, 2, 3, 3, 2}, torch::kLong).view({1, 6});
   torch::NoGradGuard no_grad;
@@ -176,7 +178,8 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_configuration_that_makes_no_progre
 }
 
 namespace {
-bool stops(const std::vector<EvalPoint>& history, const TrainSettings& settings, double chance = 0) {
+bool stops(const std::vector<EvalPoint>& history, const TrainSettings& settings,
+           double chance = 0) {
   double best = std::numeric_limits<double>::infinity();
   for (const EvalPoint& p : history) best = std::min(best, p.val_loss);
   return failure_verdict(history, best, chance, settings) != Verdict::kGoOn;
@@ -220,7 +223,8 @@ BOOST_AUTO_TEST_CASE(failure_detector_projection_stops_what_cannot_reach_epsilon
   settings.stall_window = 200;
   settings.stall_improvement = 0.1;
   auto history = [](double then, double now) {
-    return std::vector<EvalPoint>{{100, 0, 1.0}, {200, 0, then}, {300, 0, 0.5 * (then + now)}, {400, 0, now}};
+    return std::vector<EvalPoint>{
+        {100, 0, 1.0}, {200, 0, then}, {300, 0, 0.5 * (then + now)}, {400, 0, now}};
   };
   // 1e-2 -> 8.5e-3 over 200 steps: 15% better, so the stall rule lets it go on.
   BOOST_TEST(!stops(history(1e-2, 8.5e-3), settings));
@@ -248,7 +252,8 @@ BOOST_AUTO_TEST_CASE(failure_detector_never_stops_a_run_on_its_starting_plateau)
   const double ln2 = std::log(2.0);
   std::vector<EvalPoint> history;
   for (int64_t step = 100; step <= 5000; step += 100)
-    history.push_back({step, ln2 + 0.002 * std::sin(step * 0.37), ln2 + 0.003 * std::cos(step * 0.11)});
+    history.push_back(
+        {step, ln2 + 0.002 * std::sin(step * 0.37), ln2 + 0.003 * std::cos(step * 0.11)});
   for (int64_t step = 5100; step <= 6000; step += 100) {
     const double loss = ln2 * std::exp(-(step - 5000) / 70.0);
     history.push_back({step, loss, loss});
@@ -294,9 +299,12 @@ BOOST_AUTO_TEST_CASE(a_long_window_waits_for_a_late_generalisation) {
     const double t = static_cast<double>(step);
     const double train = step <= 5000 ? 0.6 * std::exp(-t / 570.0) : 5e-5;
     double val;
-    if (step <= 600) val = 0.69 - 0.39 * t / 600.0;
-    else if (step <= 6000) val = 0.44;
-    else val = 0.44 * std::exp(-(t - 6000.0) / 1100.0) + 5e-5;
+    if (step <= 600)
+      val = 0.69 - 0.39 * t / 600.0;
+    else if (step <= 6000)
+      val = 0.44;
+    else
+      val = 0.44 * std::exp(-(t - 6000.0) / 1100.0) + 5e-5;
     history.push_back({step, train, val});
   }
   BOOST_TEST(history.back().val_loss < 1e-4);  // it ends as a success
@@ -318,7 +326,8 @@ BOOST_AUTO_TEST_CASE(failure_detector_stops_a_run_that_stalls_after_leaving_the_
   const double ln2 = std::log(2.0);
   std::vector<EvalPoint> history;
   for (int64_t step = 100; step <= 3000; step += 100)
-    history.push_back({step, 0.3, step < 1000 ? ln2 - step * 4e-4 : 0.3 + 0.001 * (step % 300 == 0)});
+    history.push_back(
+        {step, 0.3, step < 1000 ? ln2 - step * 4e-4 : 0.3 + 0.001 * (step % 300 == 0)});
   Verdict verdict = Verdict::kGoOn;
   const int64_t stop = first_stop(history, detector(), ln2, &verdict);
   BOOST_TEST(to_string(verdict) == std::string("stalled"));
@@ -332,8 +341,11 @@ BOOST_AUTO_TEST_CASE(flat_adam_matches_libtorch_adam) {
   // not see a shift of the scores), which Adam scales up to steps of about lr, so rounding
   // differences in the noise move them by up to ~2e-5 after five steps.
   auto build = [] {
-    return make_model_checked(test::plugins(), yaml::load_string("name: gpt2\nlayers: 2\nd_model: 16\nheads: 2\nd_ff: 32\ndropout: 0", "m.yaml"),
-                              {8, 6, 6}, 3, torch::kCPU);
+    return make_model_checked(
+        test::plugins(),
+        yaml::load_string("name: gpt2\nlayers: 2\nd_model: 16\nheads: 2\nd_ff: 32\ndropout: 0",
+                          "m.yaml"),
+        {8, 6, 6}, 3, torch::kCPU);
   };
   auto reference = build(), flat = build();
   torch::optim::Adam adam(reference->parameters(), torch::optim::AdamOptions(1e-2));
@@ -393,7 +405,8 @@ class CotOracle final : public SequenceModel {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(cot_generalization_decodes_greedily) {
-  auto task = test::plugins().make_task("modular", TaskContext{yaml::load_string("m: 3", "t.yaml")});
+  auto task =
+      test::plugins().make_task("modular", TaskContext{yaml::load_string("m: 3", "t.yaml")});
   CellData cell = make_cell_data(task, "modular", "cot", "uniform", 4, {}, 16'000'000);
   CotOracle oracle(3, false), wrong(3, true);
   auto right = evaluate_generalization(oracle, cell, {6, 9}, 200, 7, 64, torch::kCPU);
@@ -439,10 +452,12 @@ void require_same_run(const TrialResult& a, const TrialResult& b) {
 // A training killed mid-run goes on from its last saved state to the same result, value for
 // value, as one run in one go: the LSTM, and GPT-2 with dropout (torch's generator is saved).
 BOOST_AUTO_TEST_CASE(a_killed_training_resumes_from_its_state_as_if_never_stopped) {
-  for (const std::string model : {"{name: lstm, hidden: 32}",
-                                  "{name: gpt2, layers: 2, d_model: 32, heads: 4, d_ff: 64, dropout: 0.1}"}) {
+  for (const std::string model :
+       {"{name: lstm, hidden: 32}",
+        "{name: gpt2, layers: 2, d_model: 32, heads: 4, d_ff: 64, dropout: 0.1}"}) {
     BOOST_TEST_MESSAGE(model);
-    TrialSpec spec = parity_trial(6, 40, 32, 1e-3, 300);  // 40 examples: passes of 64, 40 ... reshuffled mid-run
+    TrialSpec spec =
+        parity_trial(6, 40, 32, 1e-3, 300);  // 40 examples: passes of 64, 40 ... reshuffled mid-run
     spec.cell.model = YAML::Load(model);
     spec.training.batch_size = 16;
     const TrialResult whole = run_trial(spec, test::plugins());

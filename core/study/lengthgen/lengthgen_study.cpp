@@ -2,19 +2,19 @@
 // configuration succeeds, then read its accuracy on longer sequences.
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <ostream>
+#include <set>
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "util/table.hpp"
 #include "study/study.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
-#include "util/hash.hpp"
 #include "util/files.hpp"
+#include "util/hash.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -36,7 +36,8 @@ class LengthGenStudy final : public Study {
     settings_.lengths.check(root, cell.L);
   }
   // The model must take the longest evaluated sequence.
-  std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
+  std::vector<PreparedCell> expand(const CellSpec& spec,
+                                   const PluginRegistry& registry) const override {
     return {settings_.lengths.prepare(spec, registry)};
   }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
@@ -89,7 +90,8 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     }
     const TrialSpec& spec = step.trials[chosen];
     const TrialResult& result = step.results[chosen];
-    const std::vector<LengthMetrics> curve = length_metrics_from(result.measurements.get("lengthgen"));
+    const std::vector<LengthMetrics> curve =
+        length_metrics_from(result.measurements.get("lengthgen"));
     YAML::Node value;
     value["cell"] = cell.cell.to_yaml();
     value["plugins"] = cell.plugin_versions;
@@ -100,7 +102,8 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     value["best_loss"] = yaml::exact(result.best_loss);
     value["states"] = cell.num_states;
     value["report_length"] = static_cast<int>(std::lround(settings_.report_multiple * cell.cell.L));
-    std::string line = context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
+    std::string line =
+        context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
     row.push_back(spec.configuration());
     row.push_back(to_string(result.status));
     for (const LengthMetrics& m : curve) {
@@ -132,16 +135,16 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
       }
       const size_t index = static_cast<size_t>(at - table.header.begin());
       if (row.size() <= index) row.resize(index + 1);
-      row[index] = format_fraction(normalized_accuracy(curve[k].final_accuracy,
-                                                       cell.num_states));
+      row[index] = format_fraction(normalized_accuracy(curve[k].final_accuracy, cell.num_states));
     }
     table.rows.push_back(row);
   }
   run.out << "\nnormalized final-state accuracy at multiples of L (0 = chance, 1 = perfect):\n"
           << table.text();
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
-                        "# " + config.name + ": length generalization\n\nNormalized final-state "
-                        "accuracy at multiples of L (0 = chance, 1 = perfect).\n\n" +
+                        "# " + config.name +
+                            ": length generalization\n\nNormalized final-state "
+                            "accuracy at multiples of L (0 = chance, 1 = perfect).\n\n" +
                             table.markdown());
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   return errors > 0 ? 1 : 0;
@@ -151,8 +154,9 @@ void LengthGenStudy::report(ReportContext& report) const {
   // Length generalization (Table 2) and accuracy against length.
   Grid lengthgen;
   Table curves;
-  curves.header = {"model", "format", "task", "distribution", "L", "length", "sequences",
-                   "final-state accuracy", "normalized", "token accuracy"};
+  curves.header = {"model",      "format",        "task",      "distribution",
+                   "L",          "length",        "sequences", "final-state accuracy",
+                   "normalized", "token accuracy"};
   std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
   for (const StoredOutcome* o : report.latest("lengthgen")) {
     const YAML::Node cell = o->value["cell"];
@@ -166,7 +170,8 @@ void LengthGenStudy::report(ReportContext& report) const {
     f.xlabel = "length (multiples of the trained maximum L)";
     f.ylabel = "normalized final-state accuracy";
     f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
-    Figure::Series s{row.model + " " + row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
+    Figure::Series s{
+        row.model + " " + row.task + " " + distribution + " L=" + std::to_string(L), {}, false};
     for (const auto& point : o->value["curve"]) {
       const int length = point[0].as<int>();
       const double normalized = point[3].as<double>();
@@ -182,10 +187,11 @@ void LengthGenStudy::report(ReportContext& report) const {
     f.series.push_back(s);
   }
   if (!lengthgen.cells.empty()) {
-    report.write_table("lengthgen_table", "Length generalization at 2L (Table 2 layout)",
-                "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
-                "CoT decodes greedily.",
-                lengthgen.table());
+    report.write_table(
+        "lengthgen_table", "Length generalization at 2L (Table 2 layout)",
+        "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
+        "CoT decodes greedily.",
+        lengthgen.table());
     write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
     report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");
   }

@@ -6,11 +6,11 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "util/table.hpp"
 #include "study/search.hpp"
 #include "study/study.hpp"
-#include "util/hash.hpp"
 #include "util/files.hpp"
+#include "util/hash.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -77,9 +77,9 @@ void NstarStudy::report(ReportContext& report) const {
     const auto n = o->value["nstar"].as<uint64_t>();
     nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
         format_nstar(learned, n, nstar_certified(o->value));
-    NstarPlot& plot = nstar_plots[{row.task_rank, row.format_rank,
-                                   rank_of(kDistributionOrder, distribution), row.task, row.format,
-                                   distribution}];
+    NstarPlot& plot =
+        nstar_plots[{row.task_rank, row.format_rank, rank_of(kDistributionOrder, distribution),
+                     row.task, row.format, distribution}];
     const auto n_max = o->value["n_max"].as<double>(0);
     if (n_max > 0) plot.ceiling[L] = std::max(plot.ceiling[L], n_max);
     RowKey by_model = row;  // one line per model: the task and format are the figure's
@@ -93,42 +93,50 @@ void NstarStudy::report(ReportContext& report) const {
   }
   if (!nstar.cells.empty())
     report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
-                kNstarLegend, nstar.table());
+                       kNstarLegend, nstar.table());
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).
   Table cost;
-  cost.header = {"cell", "first success cancels", "failure detector", "N*", "search steps",
-                 "certification re-runs", "optimisation steps"};
+  cost.header = {"cell",         "first success cancels", "failure detector",  "N*",
+                 "search steps", "certification re-runs", "optimisation steps"};
   for (const StoredOutcome& o : report.outcomes) {
     if (o.kind != "nstar") continue;
     const YAML::Node& v = o.value;
-    cost.rows.push_back({o.label, v["cancel_on_success"] ? v["cancel_on_success"].as<std::string>() : "true",
-                         v["failure_detector"] ? v["failure_detector"].as<std::string>()
-                         : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
-                             ? "window " + v["stall_window"].as<std::string>()
-                             : "none",
-                         format_nstar(v["learned"].as<bool>(), v["nstar"].as<uint64_t>(), nstar_certified(v)),
-                         std::to_string(v["steps"].size()), std::to_string(v["certification"] ? v["certification"].size() : 0),
-                         v["optimisation_steps"].as<std::string>()});
+    cost.rows.push_back(
+        {o.label, v["cancel_on_success"] ? v["cancel_on_success"].as<std::string>() : "true",
+         v["failure_detector"] ? v["failure_detector"].as<std::string>()
+         : v["stall_window"] && v["stall_window"].as<int64_t>() > 0
+             ? "window " + v["stall_window"].as<std::string>()
+             : "none",
+         format_nstar(v["learned"].as<bool>(), v["nstar"].as<uint64_t>(), nstar_certified(v)),
+         std::to_string(v["steps"].size()),
+         std::to_string(v["certification"] ? v["certification"].size() : 0),
+         v["optimisation_steps"].as<std::string>()});
   }
   if (!cost.rows.empty())
-    report.write_table("search_cost", "Search cost: optimisation steps per N* search",
-                "Every search in the store, in the order it ran. \"first success cancels\" false "
-                "is the paper's procedure (every configuration to its own stop).",
-                cost);
+    report.write_table(
+        "search_cost", "Search cost: optimisation steps per N* search",
+        "Every search in the store, in the order it ran. \"first success cancels\" false "
+        "is the paper's procedure (every configuration to its own stop).",
+        cost);
   for (auto& [which, plot] : nstar_plots) {
     const auto& [task_rank, format_rank, distribution_rank, task, format, distribution] = which;
     Figure f{"nstar_" + safe(task) + "_" + format + "_" + distribution,
-             "N* against L: " + task + ", " + format + ", " + distribution, "L (maximum length)",
-             "N* (training sequences)", "", true,
-             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\nset yrange [1:*]\n", {}};
+             "N* against L: " + task + ", " + format + ", " + distribution,
+             "L (maximum length)",
+             "N* (training sequences)",
+             "",
+             true,
+             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\nset yrange [1:*]\n",
+             {}};
     for (auto* lines : {&plot.learned, &plot.not_learned})
       for (auto& [model, s] : *lines) {
         std::sort(s.points.begin(), s.points.end());
         if (!s.points.empty()) f.series.push_back(s);
       }
-    Figure::Series ceiling{"sequences available (N_max)", {}, false, "lines dashtype 3 lc 'gray40'"};
+    Figure::Series ceiling{
+        "sequences available (N_max)", {}, false, "lines dashtype 3 lc 'gray40'"};
     for (const auto& [L, n_max] : plot.ceiling) ceiling.points.push_back({double(L), n_max});
     if (!ceiling.points.empty()) f.series.push_back(ceiling);
     report.figures.push_back(f);

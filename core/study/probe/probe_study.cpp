@@ -28,14 +28,14 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "util/table.hpp"
 #include "study/study.hpp"
 #include "train/components.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
+#include "util/files.hpp"
 #include "util/hash.hpp"
 #include "util/rng.hpp"
-#include "util/files.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -48,7 +48,7 @@ using yaml::exact;
 
 struct ProbeStudySettings {
   LengthMultiples lengths{"probe", "multiples", {1, 2}};  // 1: the trained maximum
-  uint64_t samples = 400;               // sequences per length: half fit the probes, half test
+  uint64_t samples = 400;  // sequences per length: half fit the probes, half test
   ProbeSettings fit;
 };
 
@@ -59,7 +59,8 @@ class ProbeStudy final : public Study {
   void check_cell(const Options& root, const CellSpec& cell) const override {
     settings_.lengths.check(root, cell.L);
   }
-  std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override {
+  std::vector<PreparedCell> expand(const CellSpec& spec,
+                                   const PluginRegistry& registry) const override {
     return {settings_.lengths.prepare(spec, registry)};
   }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
@@ -82,7 +83,8 @@ void ProbeStudy::read(const Options& root) {
   const Options section = root.section("probe");
   ProbeStudySettings& s = settings_;
   s.lengths.read(root);
-  s.samples = static_cast<uint64_t>(get_in_range(section, "samples", static_cast<long>(s.samples), 4, 1'000'000));
+  s.samples = static_cast<uint64_t>(
+      get_in_range(section, "samples", static_cast<long>(s.samples), 4, 1'000'000));
   s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
   s.fit.l2 = section.get<double>("l2", s.fit.l2);
   if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
@@ -103,8 +105,8 @@ YAML::Node probe_checkpoint(const StudyRun& run, const PreparedCell& cell, const
 int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
   const StudyConfig& config = run.config;
   Table table;
-  table.header = {"cell", "chosen", "length", "hook", "probe", "ablation drop", "patch changed",
-                  "patch readout"};
+  table.header = {"cell",  "chosen",        "length",        "hook",
+                  "probe", "ablation drop", "patch changed", "patch readout"};
   size_t errors = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
@@ -173,11 +175,12 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       for (const auto& hook : length["hooks"]) {
         const double probe = hook["probe"].as<double>();
         if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
-        table.rows.push_back({cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
-                              hook["name"].as<std::string>(), format_fraction(probe),
-                              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-                              format_fraction(hook["patch_changed"].as<double>()),
-                              format_fraction(hook["patch_readout"].as<double>())});
+        table.rows.push_back(
+            {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
+             hook["name"].as<std::string>(), format_fraction(probe),
+             format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
+             format_fraction(hook["patch_changed"].as<double>()),
+             format_fraction(hook["patch_readout"].as<double>())});
       }
       line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
               (best_hook.empty() ? ", no hook points to probe"
@@ -193,20 +196,22 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       "position or at the readout.";
   run.out << "\n" << table.text() << "\n" << note << "\n";
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
-                        "# " + config.name + ": layerwise probes, ablation and patching\n\n" + note +
-                            "\n\n" + table.markdown());
+                        "# " + config.name + ": layerwise probes, ablation and patching\n\n" +
+                            note + "\n\n" + table.markdown());
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   return errors > 0 ? 1 : 0;
 }
 
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
-  table.header = {"model", "format", "task", "distribution", "L", "length", "hook", "depth",
+  table.header = {"model", "format",        "task",          "distribution",
+                  "L",     "length",        "hook",          "depth",
                   "probe", "ablation drop", "patch changed", "patch readout"};
   // Per (task, format, length as a multiple of L) two figures against relative depth (the
   // hook's index over the last index), one line per model and cell: the probe's accuracy (what
   // is readable) and the patching recovery at the readout (where the answer is formed).
-  std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>> figures;
+  std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>>
+      figures;
   for (const StoredOutcome* o : report.latest("probe")) {
     const YAML::Node cell = o->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
@@ -218,33 +223,48 @@ void ProbeStudy::report(ReportContext& report) const {
       const double chance = length["final_chance"].as<double>();
       const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
       const std::string multiple = multiple_label(at, L);
-      auto& [probe_figure, patch_figure] = figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
+      auto& [probe_figure, patch_figure] =
+          figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
       if (probe_figure.stem.empty()) {
         const std::string stem = safe(row.task) + "_" + row.format + "_" + safe(multiple);
         const std::string where = row.task + ", " + row.format + ", length " +
                                   (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
-        const std::string axes = "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
+        const std::string axes =
+            "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
         const std::string depth = "relative depth (hook index / last index: embedding 0, output 1)";
-        probe_figure = {"probe_" + stem, "Linear probe of the state by depth: " + where, depth,
-                        "normalized probe accuracy", "", false, axes, {}};
-        patch_figure = {"patch_" + stem, "Patching at the readout by depth: " + where, depth,
-                        "share of the logit gap recovered", "", false, axes, {}};
+        probe_figure = {"probe_" + stem,
+                        "Linear probe of the state by depth: " + where,
+                        depth,
+                        "normalized probe accuracy",
+                        "",
+                        false,
+                        axes,
+                        {}};
+        patch_figure = {"patch_" + stem,
+                        "Patching at the readout by depth: " + where,
+                        depth,
+                        "share of the logit gap recovered",
+                        "",
+                        false,
+                        axes,
+                        {}};
       }
       const std::string series = row.model + " " + distribution + " L=" + std::to_string(L);
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
       const size_t hooks = length["hooks"].size();
       size_t depth = 0;
       for (const auto& hook : length["hooks"]) {
-        const double x = hooks > 1 ? static_cast<double>(depth) / static_cast<double>(hooks - 1) : 1.0;
+        const double x =
+            hooks > 1 ? static_cast<double>(depth) / static_cast<double>(hooks - 1) : 1.0;
         const double probe = hook["probe"].as<double>();
         probes.points.push_back({x, probe});
         patches.points.push_back({x, hook["patch_readout"].as<double>()});
-        table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                              multiple, hook["name"].as<std::string>(), format_number(x, 3),
-                              format_fraction(probe),
-                              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-                              format_fraction(hook["patch_changed"].as<double>()),
-                              format_fraction(hook["patch_readout"].as<double>())});
+        table.rows.push_back(
+            {row.model, row.format, row.task, distribution, std::to_string(L), multiple,
+             hook["name"].as<std::string>(), format_number(x, 3), format_fraction(probe),
+             format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
+             format_fraction(hook["patch_changed"].as<double>()),
+             format_fraction(hook["patch_readout"].as<double>())});
         ++depth;
       }
       probe_figure.series.push_back(probes);
@@ -252,15 +272,16 @@ void ProbeStudy::report(ReportContext& report) const {
     }
   }
   if (table.rows.empty()) return;
-  report.write_table("probe_table", "Layerwise probes, ablation and patching",
-                     "probe: held-out accuracy of a linear probe for the current state at every "
-                     "action position, normalized (0 = the majority class, 1 = perfect). ablation "
-                     "drop: the model's normalized final-state accuracy minus the same with the "
-                     "probe's directions ablated at that hook. patch changed / readout: the share "
-                     "of the clean-corrupted logit gap recovered by patching the clean activation "
-                     "at the changed action's position / at the readout. depth: hook index over the "
-                     "last index.",
-                     table);
+  report.write_table(
+      "probe_table", "Layerwise probes, ablation and patching",
+      "probe: held-out accuracy of a linear probe for the current state at every "
+      "action position, normalized (0 = the majority class, 1 = perfect). ablation "
+      "drop: the model's normalized final-state accuracy minus the same with the "
+      "probe's directions ablated at that hook. patch changed / readout: the share "
+      "of the clean-corrupted logit gap recovered by patching the clean activation "
+      "at the changed action's position / at the readout. depth: hook index over the "
+      "last index.",
+      table);
   for (auto& [which, pair] : figures) {
     report.figures.push_back(pair.first);
     report.figures.push_back(pair.second);
@@ -281,12 +302,14 @@ torch::Tensor encode_rows(const Format& format, const Vocabulary& vocab, int n,
   auto tokens = torch::empty({rows, width}, torch::kLong);
   std::vector<int64_t> targets(static_cast<size_t>(width));
   for (int64_t i = 0; i < rows; ++i)
-    format.encode(&actions[i * n], &states[i * n], n, vocab, tokens[i].data_ptr<int64_t>(), targets.data());
+    format.encode(&actions[i * n], &states[i * n], n, vocab, tokens[i].data_ptr<int64_t>(),
+                  targets.data());
   return tokens;
 }
 
 // The final state the model predicts at `readout` for each row ([B, T, V] logits).
-torch::Tensor predicted_states(const torch::Tensor& logits, int64_t readout, const Vocabulary& vocab) {
+torch::Tensor predicted_states(const torch::Tensor& logits, int64_t readout,
+                               const Vocabulary& vocab) {
   return logits.select(1, readout).narrow(-1, vocab.state_token(0), vocab.states).argmax(-1).cpu();
 }
 
@@ -334,8 +357,8 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       transitions.prefix_states(&actions[i * n], n, &states[i * n]);
     }
     const torch::Tensor tokens = encode_rows(format, vocab, n, actions, states);
-    const torch::Tensor labels =
-        torch::from_blob(states.data(), {count, n}, torch::kInt).to(torch::kLong);  // s_t per position
+    const torch::Tensor labels = torch::from_blob(states.data(), {count, n}, torch::kInt)
+                                     .to(torch::kLong);  // s_t per position
     const int64_t readout = format.final_position(n);
     std::vector<std::string> order;
     const auto acts = record_hooks(model, tokens.to(context.device), &order);
@@ -344,7 +367,11 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
     const torch::Tensor test_tokens = tokens.narrow(0, fit_rows, test_rows).to(context.device);
     const torch::Tensor test_final = labels.narrow(0, fit_rows, test_rows).select(1, n - 1);
     auto accuracy = [&](const torch::Tensor& logits) {
-      return predicted_states(logits, readout, vocab).eq(test_final).to(torch::kDouble).mean().item<double>();
+      return predicted_states(logits, readout, vocab)
+          .eq(test_final)
+          .to(torch::kDouble)
+          .mean()
+          .item<double>();
     };
     entry["final_accuracy"] = exact(accuracy(forward_with_hooks(model, test_tokens, nullptr)));
     entry["final_chance"] = exact(majority_share(test_final, S));
@@ -387,7 +414,8 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
     if (pairs > 0) {
       rows = torch::tensor(pair_rows);
       corrupted = encode_rows(format, vocab, n, bad_actions, bad_states).to(context.device);
-      clean_gap = gap(forward_with_hooks(model, tokens.index_select(0, rows).to(context.device), nullptr));
+      clean_gap =
+          gap(forward_with_hooks(model, tokens.index_select(0, rows).to(context.device), nullptr));
       bad_gap = gap(forward_with_hooks(model, corrupted, nullptr));
     }
 
@@ -397,21 +425,26 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))
         throw std::runtime_error("hook '" + name + "' gave an activation of shape " +
                                  shape_string(act.sizes()) + "; a hook takes [batch, time, ...]");
-      const torch::Tensor features = act.narrow(1, 0, n).reshape({count * n, -1}).to(torch::kFloat).cpu();
+      const torch::Tensor features =
+          act.narrow(1, 0, n).reshape({count * n, -1}).to(torch::kFloat).cpu();
       const torch::Tensor flat = labels.reshape({count * n});
-      const LinearProbe probe = fit_probe(features.narrow(0, 0, fit_rows * n),
-                                          flat.narrow(0, 0, fit_rows * n), S, fit);
+      const LinearProbe probe =
+          fit_probe(features.narrow(0, 0, fit_rows * n), flat.narrow(0, 0, fit_rows * n), S, fit);
       const torch::Tensor held = flat.narrow(0, fit_rows * n, test_rows * n);
       const double probe_chance = majority_share(held, S);
-      const double probe_accuracy = probe.accuracy(features.narrow(0, fit_rows * n, test_rows * n), held);
+      const double probe_accuracy =
+          probe.accuracy(features.narrow(0, fit_rows * n, test_rows * n), held);
       LinearProbe on = probe;  // on the activation's device
       on.mean = probe.mean.to(act.device());
       on.scale = probe.scale.to(act.device());
       on.weight = probe.weight.to(act.device());
       on.bias = probe.bias.to(act.device());
-      const double ablated = accuracy(run_edited(model, test_tokens, name, [&](const torch::Tensor& x) {
-        return on.ablate(x.reshape({x.size(0), x.size(1), -1}).to(torch::kFloat)).to(x.dtype()).reshape(x.sizes());
-      }));
+      const double ablated =
+          accuracy(run_edited(model, test_tokens, name, [&](const torch::Tensor& x) {
+            return on.ablate(x.reshape({x.size(0), x.size(1), -1}).to(torch::kFloat))
+                .to(x.dtype())
+                .reshape(x.sizes());
+          }));
       YAML::Node h;
       h["name"] = name;
       h["probe"] = exact(above_chance(probe_accuracy, probe_chance));
@@ -422,8 +455,10 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
                                           {"patch_readout", readout}}) {
         double share = 0;
         if (pairs > 0) {
-          const torch::Tensor value = act.index_select(0, rows.to(act.device())).select(1, position);
-          share = recovered_share(clean_gap, bad_gap, gap(run_patched(model, corrupted, name, position, value)));
+          const torch::Tensor value =
+              act.index_select(0, rows.to(act.device())).select(1, position);
+          share = recovered_share(clean_gap, bad_gap,
+                                  gap(run_patched(model, corrupted, name, position, value)));
         }
         h[key] = exact(share);
       }

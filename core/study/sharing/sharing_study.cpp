@@ -7,11 +7,11 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "util/table.hpp"
 #include "study/search.hpp"
 #include "study/study.hpp"
-#include "util/hash.hpp"
 #include "util/files.hpp"
+#include "util/hash.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -23,7 +23,8 @@ class SharingStudy final : public Study {
   void read(const Options& root) override;
   // The study sets the distribution and L of every cell it searches.
   CellKeys cell_keys() const override { return {false, CellKeys::N::kNone}; }
-  std::vector<PreparedCell> expand(const CellSpec& spec, const PluginRegistry& registry) const override;
+  std::vector<PreparedCell> expand(const CellSpec& spec,
+                                   const PluginRegistry& registry) const override;
   size_t sizes_per_cell() const override { return static_cast<size_t>(search_.max_steps); }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
   void report(ReportContext& report) const override;
@@ -36,11 +37,13 @@ class SharingStudy final : public Study {
 void SharingStudy::read(const Options& root) {
   search_ = read_search(root.section("search"));
   Options sharing = root.section("sharing");
-  auto lengths = sharing.get_list<long>("lengths", std::vector<long>(lengths_.begin(), lengths_.end()));
+  auto lengths =
+      sharing.get_list<long>("lengths", std::vector<long>(lengths_.begin(), lengths_.end()));
   lengths_.clear();
   for (long L : lengths) {
     if (L < 2) sharing.fail("lengths", "every L must be at least 2");
-    if (L > kMaxLength) sharing.fail("lengths", "every L must be at most " + std::to_string(kMaxLength));
+    if (L > kMaxLength)
+      sharing.fail("lengths", "every L must be at most " + std::to_string(kMaxLength));
     if (std::count(lengths_.begin(), lengths_.end(), L))
       sharing.fail("lengths", "L = " + std::to_string(L) + " is listed twice");
     lengths_.push_back(static_cast<int>(L));
@@ -125,15 +128,18 @@ int SharingStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) con
     if (complete) {
       YAML::Node identity;
       identity["kind"] = "sharing";
-      for (int n = 0; n < static_cast<int>(per_base); ++n) identity["cells"].push_back(nstar_key(config, search_, group[n]));
-      run.store.put_outcome({content_key(yaml::flow(identity)), config.name, "sharing", base_label, value, ""});
+      for (int n = 0; n < static_cast<int>(per_base); ++n)
+        identity["cells"].push_back(nstar_key(config, search_, group[n]));
+      run.store.put_outcome(
+          {content_key(yaml::flow(identity)), config.name, "sharing", base_label, value, ""});
     }
   }
   // kappa of upper bounds is no bound: the marks on its terms say which it rests on.
   const std::string legend = uncertified ? "\n" + kNstarLegend + ".\n" : "";
   run.out << "\n" << table.text() << legend;
-  write_file_atomically((run.out_dir / (config.name + ".md")).string(),
-                        "# " + config.name + ": sharing factor kappa\n\n" + table.markdown() + legend);
+  write_file_atomically(
+      (run.out_dir / (config.name + ".md")).string(),
+      "# " + config.name + ": sharing factor kappa\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   return incomplete > 0 ? 1 : 0;
 }
@@ -143,10 +149,16 @@ void SharingStudy::report(ReportContext& report) const {
   Grid kappa;
   std::map<std::tuple<int, int, std::string, std::string>, Figure> kappa_compared;
   for (const StoredOutcome* o : report.latest("sharing")) {
-    const RowKey row = report.row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
+    const RowKey row =
+        report.row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
     Figure f{"kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
-             "Sharing: " + row.model + ", " + row.format + ", " + row.task, "L",
-             "training sequences", "kappa", true, "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n", {}};
+             "Sharing: " + row.model + ", " + row.format + ", " + row.task,
+             "L",
+             "training sequences",
+             "kappa",
+             true,
+             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n",
+             {}};
     Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false},
         joint{"N*_joint (Uniform 2..L)", {}, false}, k{"kappa", {}, true};
     for (const auto& entry : o->value["lengths"]) {
@@ -164,23 +176,29 @@ void SharingStudy::report(ReportContext& report) const {
     if (!k.points.empty()) report.figures.push_back(f);
     Figure& compared = kappa_compared[{row.format_rank, row.task_rank, row.format, row.task}];
     if (compared.stem.empty())
-      compared = {"kappa_" + row.format + "_" + safe(row.task),
-                  "Sharing factor kappa(L): " + row.format + ", " + row.task, "L", "kappa", "",
-                  true,
-                  "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
-                  // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
-                  "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
-                  {}};
+      compared = {
+          "kappa_" + row.format + "_" + safe(row.task),
+          "Sharing factor kappa(L): " + row.format + ", " + row.task,
+          "L",
+          "kappa",
+          "",
+          true,
+          "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
+          // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
+          "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
+          {}};
     if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
   }
   // Worth a figure of its own only when it compares.
   for (auto& [which, f] : kappa_compared)
     if (f.series.size() > 1) report.figures.push_back(f);
   if (!kappa.cells.empty())
-    report.write_table("kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
-                "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "
-                "< 1: interference. " + kNotLearned + ": some N* not learned.",
-                kappa.table());
+    report.write_table(
+        "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
+        "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "
+        "< 1: interference. " +
+            kNotLearned + ": some N* not learned.",
+        kappa.table());
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 #include <ostream>
 
 #include "report/reports.hpp"
-#include "util/table.hpp"
 #include "study/study.hpp"
 #include "util/files.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
@@ -48,12 +48,13 @@ int TrainStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
                               " configurations reached validation loss < " +
                               format_number(config.training.epsilon, 3);
   run.out << "\n" << table.text() << "\n" << summary << "\n";
-  write_file_atomically((run.out_dir / "train.md").string(),
-                        "# " + config.name + ": per-run results\n\n" + table.markdown() + "\n" +
-                            summary + "\n");
+  write_file_atomically(
+      (run.out_dir / "train.md").string(),
+      "# " + config.name + ": per-run results\n\n" + table.markdown() + "\n" + summary + "\n");
   write_file_atomically((run.out_dir / "train.csv").string(), table.csv());
   if (errors > 0)
-    run.out << errors << " configuration(s) stopped with an error (see above); rerun to retry them\n";
+    run.out << errors
+            << " configuration(s) stopped with an error (see above); rerun to retry them\n";
   return errors > 0 ? 1 : 0;
 }
 

@@ -5,9 +5,6 @@
 //   A(x) = U diag(V^T x) W^T.
 // Inputs come from a small vocabulary, so the full model builds one H x H matrix per token
 // once per forward (A_v = W e_v) and gathers them; it never contracts W per step.
-#include <induct/model.hpp>
-#include <induct/nn/linear.hpp>
-#include <induct/plugin.hpp>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -15,6 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <induct/model.hpp>
+#include <induct/nn/linear.hpp>
+#include <induct/plugin.hpp>
 
 namespace {
 
@@ -37,8 +37,9 @@ constexpr double kMinNorm = 1e-12;
 class SelectNormalize : public torch::autograd::Function<SelectNormalize> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                const torch::Tensor& all, const torch::Tensor& token,
-                                                int64_t H, bool normalize) {
+                                                const torch::Tensor& all,
+                                                const torch::Tensor& token, int64_t H,
+                                                bool normalize) {
     const int64_t B = all.size(0), VH = all.size(1);
     auto h = torch::empty({B, H}, all.options());
     auto scale = torch::empty({B}, all.options());  // 1 / max(norm, kMinNorm), or 1
@@ -47,11 +48,14 @@ class SelectNormalize : public torch::autograd::Function<SelectNormalize> {
     float* out = h.data_ptr<float>();
     float* s = scale.data_ptr<float>();
     for (int64_t b = 0; b < B; ++b) {
-      TORCH_CHECK(tok[b] >= 0 && (tok[b] + 1) * H <= VH, "dense_ssm: token ", tok[b], " out of range");
+      TORCH_CHECK(tok[b] >= 0 && (tok[b] + 1) * H <= VH, "dense_ssm: token ", tok[b],
+                  " out of range");
       const float* row = a + b * VH + tok[b] * H;
       float sq = 0;
       for (int64_t i = 0; i < H; ++i) sq += row[i] * row[i];
-      s[b] = normalize ? static_cast<float>(1.0 / std::max(std::sqrt(static_cast<double>(sq)), kMinNorm)) : 1.0f;
+      s[b] = normalize
+                 ? static_cast<float>(1.0 / std::max(std::sqrt(static_cast<double>(sq)), kMinNorm))
+                 : 1.0f;
       for (int64_t i = 0; i < H; ++i) out[b * H + i] = row[i] * s[b];
     }
     ctx->save_for_backward({token, h});  // h is the output: saved without a reference cycle
@@ -118,7 +122,8 @@ class DenseSsm final : public induct::SequenceModel {
     // Small vocabularies: one GEMM per step against every token's matrix side by side,
     // [B, H] x [H, V*H], then pick each row's token (no [B, H, H] gather per step).
     const bool side_by_side = c_.rank == 0 && V <= kSideBySideVocab;
-    const bool fused = side_by_side && tokens.device().is_cpu() && W_.scalar_type() == torch::kFloat;
+    const bool fused =
+        side_by_side && tokens.device().is_cpu() && W_.scalar_type() == torch::kFloat;
     torch::Tensor per_token;
     if (side_by_side)  // [V*H, H], row v*H + i = row i of A_v: the SDK's linear's [out, in] weight
       per_token = induct::nn::linear(e, W_.view({H * H, c_.embed})).view({V * H, H});
@@ -136,19 +141,19 @@ class DenseSsm final : public induct::SequenceModel {
         continue;
       }
       if (side_by_side) {
-        auto all = induct::nn::linear(h, per_token).view({B, V, H});             // [B, V, H]
+        auto all = induct::nn::linear(h, per_token).view({B, V, H});            // [B, V, H]
         h = all.gather(1, token.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);  // [B, H]
       } else if (c_.rank == 0) {
-        auto A = per_token.index_select(0, token);              // [B, H, H]
-        h = torch::bmm(A, h.unsqueeze(-1)).squeeze(-1);          // [B, H]
+        auto A = per_token.index_select(0, token);       // [B, H, H]
+        h = torch::bmm(A, h.unsqueeze(-1)).squeeze(-1);  // [B, H]
       } else {
-        auto scale = per_token.index_select(0, token);           // [B, R]
+        auto scale = per_token.index_select(0, token);            // [B, R]
         h = torch::matmul(torch::matmul(h, W_) * scale, U_.t());  // [B, H]
       }
       if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(kMinNorm);
       states.push_back(h);
     }
-    auto all_states = hooks("state", torch::stack(states, 1));  // [B, T, H]
+    auto all_states = hooks("state", torch::stack(states, 1));          // [B, T, H]
     return induct::nn::linear(all_states, head_->weight, head_->bias);  // [B, T, V]
   }
 
@@ -171,9 +176,10 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
 }
 
 void register_components(induct::Registrar& r) {
-  r.add_model("dense_ssm",
-              "bilinear RNN h_t = A(x_t) h_{t-1} (hidden=256, embed=hidden, rank=0 (full), normalize=true)",
-              make);
+  r.add_model(
+      "dense_ssm",
+      "bilinear RNN h_t = A(x_t) h_{t-1} (hidden=256, embed=hidden, rank=0 (full), normalize=true)",
+      make);
 }
 
 }  // namespace

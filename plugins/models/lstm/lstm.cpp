@@ -1,11 +1,13 @@
-// One-layer LSTM with embedding = hidden and a linear head on every step (docs/method.md section 8).
+// One-layer LSTM with embedding = hidden and a linear head on every step (docs/method.md section
+// 8).
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/rnn.h>
+
 #include <induct/model.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/lstm.hpp>
 #include <induct/plugin.hpp>
-#include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/rnn.h>
 
 namespace {
 
@@ -22,7 +24,7 @@ class Lstm final : public induct::SequenceModel {
     // torch::nn::LSTM holds the parameters (and their names); the SDK's fused layer runs them.
     const auto w = lstm_->all_weights();  // weight_ih, weight_hh, bias_ih, bias_hh
     auto h = hooks("lstm", induct::nn::lstm_layer(x, w[0], w[1], w[2], w[3]));  // [B, T, H]
-    return induct::nn::linear(h, head_->weight, head_->bias);     // [B, T, V]
+    return induct::nn::linear(h, head_->weight, head_->bias);                   // [B, T, V]
   }
 
  private:
@@ -32,13 +34,14 @@ class Lstm final : public induct::SequenceModel {
 };
 
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
-  const auto hidden = induct::get_in_range(ctx.options, "hidden", 256, 1, induct::kMaxModelDimension);
+  const auto hidden =
+      induct::get_in_range(ctx.options, "hidden", 256, 1, induct::kMaxModelDimension);
   return std::make_unique<Lstm>(ctx.vocab_size, hidden);
 }
 
 void register_components(induct::Registrar& registrar) {
-  registrar.add_model("lstm", "one-layer LSTM, embedding = hidden, linear head (options: hidden=256)",
-                      make);
+  registrar.add_model(
+      "lstm", "one-layer LSTM, embedding = hidden, linear head (options: hidden=256)", make);
 }
 
 }  // namespace

@@ -3,12 +3,6 @@
 // Initialisation as the reference implementation: A_log = log(1..N), D = 1, dt bias the inverse
 // softplus of a log-uniform dt in [dt_min, dt_max], dt_proj weights uniform(+-dt_rank^-0.5),
 // embedding N(0, 0.02), out_proj scaled by 1/sqrt(layers). The scan is the SDK's.
-#include <induct/model.hpp>
-#include <induct/nn/conv.hpp>
-#include <induct/nn/linear.hpp>
-#include <induct/nn/norms.hpp>
-#include <induct/nn/scan.hpp>
-#include <induct/plugin.hpp>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -16,6 +10,12 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <induct/model.hpp>
+#include <induct/nn/conv.hpp>
+#include <induct/nn/linear.hpp>
+#include <induct/nn/norms.hpp>
+#include <induct/nn/scan.hpp>
+#include <induct/plugin.hpp>
 
 namespace {
 
@@ -64,14 +64,15 @@ class MambaBlock : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
     const int64_t N = c_.d_state;
-    auto xz = project(in_proj, norm(x)).chunk(2, -1);                        // 2 x [B, T, Di]
-    auto u = induct::nn::causal_conv1d(xz[0], conv->weight.squeeze(1), conv->bias, true);  // [B, T, Di]
-    auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);             // [B, T, R|N|N]
-    auto delta = induct::nn::linear(dbc[0], dt_proj->weight, {});            // [B, T, Di]
-    auto A = -torch::exp(A_log);                                             // [Di, N]
+    auto xz = project(in_proj, norm(x)).chunk(2, -1);  // 2 x [B, T, Di]
+    auto u =
+        induct::nn::causal_conv1d(xz[0], conv->weight.squeeze(1), conv->bias, true);  // [B, T, Di]
+    auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);   // [B, T, R|N|N]
+    auto delta = induct::nn::linear(dbc[0], dt_proj->weight, {});  // [B, T, Di]
+    auto A = -torch::exp(A_log);                                   // [Di, N]
     // y * silu(z) of the scan with step sizes softplus(delta + dt bias).
     auto y = induct::nn::selective_scan(u, delta, A, dbc[1], dbc[2], D,
-                                        {dt_proj->bias, true, xz[1]});       // [B, T, Di]
+                                        {dt_proj->bias, true, xz[1]});  // [B, T, Di]
     return x + project(out_proj, y);
   }
 
@@ -135,7 +136,8 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
 
 void register_components(induct::Registrar& r) {
   r.add_model("mamba",
-              "Mamba (layers=6, d_model=256, expand=2, d_state=64, d_conv=4, dt_rank=16, tie_embeddings=true)",
+              "Mamba (layers=6, d_model=256, expand=2, d_state=64, d_conv=4, dt_rank=16, "
+              "tie_embeddings=true)",
               make);
 }
 

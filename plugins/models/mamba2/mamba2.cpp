@@ -6,12 +6,6 @@
 // Initialisation as the reference: A = uniform(1, 16) per head (stored as A_log), D = 1, the
 // dt bias the inverse softplus of a log-uniform dt in [dt_min, dt_max] (floor 1e-4),
 // embedding N(0, 0.02), out_proj scaled by 1/sqrt(layers). The scan is the SDK's ssd_scan.
-#include <induct/model.hpp>
-#include <induct/nn/conv.hpp>
-#include <induct/nn/linear.hpp>
-#include <induct/nn/norms.hpp>
-#include <induct/nn/ssd.hpp>
-#include <induct/plugin.hpp>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -19,6 +13,12 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <induct/model.hpp>
+#include <induct/nn/conv.hpp>
+#include <induct/nn/linear.hpp>
+#include <induct/nn/norms.hpp>
+#include <induct/nn/ssd.hpp>
+#include <induct/plugin.hpp>
 
 namespace {
 

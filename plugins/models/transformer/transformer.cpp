@@ -1,24 +1,25 @@
-// Decoder-only transformers of the paper (docs/method.md section 8), one block class in three styles:
+// Decoder-only transformers of the paper (docs/method.md section 8), one block class in three
+// styles:
 //   gpt2:   learned absolute positions, pre-LayerNorm, GELU (tanh), biases, tied embedding and
 //           head, dropout 0.1 in training.
 //   llama:  RMSNorm, rotary on the whole head, SwiGLU, no biases, no dropout, untied head.
 //   pythia: GPT-NeoX: parallel residual x + attn(ln1 x) + mlp(ln2 x), LayerNorm, rotary on 25%
 //           of each head, exact GELU, biases, untied head.
 // Attention, rotary, RMSNorm and the MLPs are the SDK's shared blocks (induct/nn).
-#include <induct/model.hpp>
-#include <induct/nn/attention.hpp>
-#include <induct/nn/mlp.hpp>
-#include <induct/nn/norms.hpp>
-#include <induct/plugin.hpp>
-#include <induct/nn/elementwise.hpp>
-#include <induct/nn/linear.hpp>
 #include <torch/nn/init.h>
-#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/utils.h>
 
 #include <cmath>
+#include <induct/model.hpp>
+#include <induct/nn/attention.hpp>
+#include <induct/nn/elementwise.hpp>
+#include <induct/nn/linear.hpp>
+#include <induct/nn/mlp.hpp>
+#include <induct/nn/norms.hpp>
+#include <induct/plugin.hpp>
 
 namespace {
 
@@ -87,8 +88,8 @@ class Block : public torch::nn::Module {
     if (c.style.swiglu)
       swiglu_ = register_module("mlp", induct::nn::SwiGlu(c.d_model, c.d_ff));
     else
-      mlp_ = register_module("mlp", induct::nn::Mlp(c.d_model, c.d_ff, c.style.activation,
-                                                    c.style.bias, c.dropout));
+      mlp_ = register_module(
+          "mlp", induct::nn::Mlp(c.d_model, c.d_ff, c.style.activation, c.style.bias, c.dropout));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {  // [B, T, D]
@@ -199,7 +200,8 @@ std::unique_ptr<induct::SequenceModel> make_gpt2(const induct::ModelContext& ctx
   s.scaled_residual_init = true;
   s.activation = Activation::kGeluTanh;
   Config c = read_shape(ctx, s, 0.1);
-  // Positions past the longest trained sequence exist but stay untrained (docs/method.md section 8).
+  // Positions past the longest trained sequence exist but stay untrained (docs/method.md section
+  // 8).
   c.positions = ctx.options.get<long>("positions", ctx.max_length);
   if (c.positions < ctx.max_length)
     ctx.options.fail("positions", "must cover the longest sequence of the study (" +
@@ -217,7 +219,8 @@ std::unique_ptr<induct::SequenceModel> make_llama(const induct::ModelContext& ct
   // Llama 3's base; the standard 10000 is one --set away.
   c.rope_theta = ctx.options.get<double>("rope_theta", 500000.0);
   c.norm_eps = ctx.options.get<double>("norm_eps", 1e-5);
-  if ((c.d_model / c.heads) % 2 != 0) ctx.options.fail("d_model", "head size must be even for rotary");
+  if ((c.d_model / c.heads) % 2 != 0)
+    ctx.options.fail("d_model", "head size must be even for rotary");
   return std::make_unique<Transformer>(c);
 }
 
@@ -236,9 +239,18 @@ std::unique_ptr<induct::SequenceModel> make_pythia(const induct::ModelContext& c
 }
 
 void register_components(induct::Registrar& r) {
-  r.add_model("gpt2", "GPT-2 transformer (layers=6, d_model=256, heads=4, d_ff=1024, dropout=0.1, positions)", make_gpt2);
-  r.add_model("llama", "Llama-3 style transformer (layers=6, d_model=256, heads=4, d_ff=1024, rope_theta=500000)", make_llama);
-  r.add_model("pythia", "Pythia / GPT-NeoX transformer (layers=6, d_model=256, heads=4, d_ff=1024, rotary_pct=0.25)", make_pythia);
+  r.add_model(
+      "gpt2",
+      "GPT-2 transformer (layers=6, d_model=256, heads=4, d_ff=1024, dropout=0.1, positions)",
+      make_gpt2);
+  r.add_model(
+      "llama",
+      "Llama-3 style transformer (layers=6, d_model=256, heads=4, d_ff=1024, rope_theta=500000)",
+      make_llama);
+  r.add_model(
+      "pythia",
+      "Pythia / GPT-NeoX transformer (layers=6, d_model=256, heads=4, d_ff=1024, rotary_pct=0.25)",
+      make_pythia);
 }
 
 }  // namespace

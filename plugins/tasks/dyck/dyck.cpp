@@ -6,7 +6,6 @@
 // drawing any invalid one (Task::allows).
 #include <induct/plugin.hpp>
 #include <induct/task.hpp>
-
 #include <string>
 #include <vector>
 
@@ -44,7 +43,7 @@ class Dyck final : public induct::Task {
     const int d = depth_of_[state];
     const int64_t digits = state - offset_[d];
     if (action < k_) return offset_[d + 1] + digits * k_ + action;  // push
-    return offset_[d - 1] + digits / k_;                             // pop
+    return offset_[d - 1] + digits / k_;                            // pop
   }
 
   std::string action_name(int64_t action) const override {
@@ -71,7 +70,8 @@ class Dyck final : public induct::Task {
   static char bracket(const char* marks, int type) { return marks[type]; }
 
   int k_, depth_;
-  std::vector<int64_t> offset_;  // offset_[d]: the first state of depth d (offset_[depth+1]: the count)
+  std::vector<int64_t>
+      offset_;  // offset_[d]: the first state of depth d (offset_[depth+1]: the count)
   std::vector<int> depth_of_;
 };
 
@@ -83,7 +83,8 @@ std::unique_ptr<induct::Task> make(const induct::TaskContext& ctx) {
     states += size;
     if (states > kMaxStates)
       ctx.options.fail("depth", "k = " + std::to_string(k) + " and depth " + std::to_string(depth) +
-                                    " give more than " + std::to_string(kMaxStates) + " stacks (states)");
+                                    " give more than " + std::to_string(kMaxStates) +
+                                    " stacks (states)");
   }
   return std::make_unique<Dyck>(static_cast<int>(k), static_cast<int>(depth));
 }

@@ -2,10 +2,9 @@
 // in lexicographic order of their one-line notation (0 is the identity, the initial state).
 // Convention: taking action a in state s gives a o s, the permutation i -> a(s(i)): the state is
 // the product of the actions so far, the latest applied last.
+#include <algorithm>
 #include <induct/plugin.hpp>
 #include <induct/task.hpp>
-
-#include <algorithm>
 #include <numeric>
 #include <vector>
 

@@ -68,16 +68,16 @@ struct InductPluginInfo {
 
 #define INDUCT_PLUGIN_ENTRY_SYMBOL "induct_plugin_entry"
 
-#define INDUCT_PLUGIN(NAME, VERSION, REGISTER)                                            \
-  INDUCT_PLUGIN_EXPORT const InductPluginInfo* induct_plugin_entry() {                     \
-    static const InductPluginInfo info = {sizeof(InductPluginInfo),                        \
-                                          INDUCT_PLUGIN_API_VERSION,                       \
-                                          TORCH_VERSION_MAJOR,                             \
-                                          TORCH_VERSION_MINOR,                             \
-                                          __GXX_ABI_VERSION,                               \
-                                          _GLIBCXX_USE_CXX11_ABI,                          \
-                                          NAME,                                            \
-                                          VERSION,                                         \
-                                          &REGISTER};                                      \
-    return &info;                                                                          \
+#define INDUCT_PLUGIN(NAME, VERSION, REGISTER)                         \
+  INDUCT_PLUGIN_EXPORT const InductPluginInfo* induct_plugin_entry() { \
+    static const InductPluginInfo info = {sizeof(InductPluginInfo),    \
+                                          INDUCT_PLUGIN_API_VERSION,   \
+                                          TORCH_VERSION_MAJOR,         \
+                                          TORCH_VERSION_MINOR,         \
+                                          __GXX_ABI_VERSION,           \
+                                          _GLIBCXX_USE_CXX11_ABI,      \
+                                          NAME,                        \
+                                          VERSION,                     \
+                                          &REGISTER};                  \
+    return &info;                                                      \
   }

@@ -12,11 +12,11 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
-#include <utility>
 #include <array>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "induct/nn/attention.hpp"
@@ -73,7 +73,8 @@ inline void prefetch_line(const void* p) {
 template <typename S>
 inline void prefetch_rows(const S* x, int64_t stride, int64_t T, int64_t D) {
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t d = 0; d < D; d += 64 / static_cast<int64_t>(sizeof(S))) prefetch_line(x + t * stride + d);
+    for (int64_t d = 0; d < D; d += 64 / static_cast<int64_t>(sizeof(S)))
+      prefetch_line(x + t * stride + d);
 }
 
 // C[r, c] = alpha sum_k A[r, k] B[k, c] for the rows r0 <= r < min(r0 + kRows, rows_end),
@@ -81,10 +82,11 @@ inline void prefetch_rows(const S* x, int64_t stride, int64_t T, int64_t D) {
 // number of vectors). A is row-major with stride lda, or, with a_columns, column-major
 // (A[r, k] at a[k * lda + r]); B is [k][ldb], padded to whole vectors; C has stride ldc.
 template <typename S, bool a_columns = false>
-__attribute__((always_inline)) inline void block_product(int64_t r0, int64_t rows_end, int64_t k_begin,
-                                                         int64_t k_end, const S* a, int64_t lda,
-                                                         const S* b, int64_t ldb, int64_t c_begin,
-                                                         int64_t n, S* c, int64_t ldc, S alpha) {
+__attribute__((always_inline)) inline void block_product(int64_t r0, int64_t rows_end,
+                                                         int64_t k_begin, int64_t k_end, const S* a,
+                                                         int64_t lda, const S* b, int64_t ldb,
+                                                         int64_t c_begin, int64_t n, S* c,
+                                                         int64_t ldc, S alpha) {
   using V = Vec<S>;
   const int64_t rows = std::min(kRows, rows_end - r0);
   int64_t row_of[kRows];  // rows past the end repeat the first (computed, not stored)
@@ -121,9 +123,9 @@ __attribute__((always_inline)) inline void copy_row(const S* src, int64_t n, S* 
 // (i, i + rd/2) of the first rd features rotate by row t's angles in the [T][rd] tables, by
 // their inverse when sign is -1; the other features are copied (when y is not x).
 template <typename S>
-__attribute__((always_inline)) inline void rotate_rows(int64_t T, int64_t D, int64_t rd,
-                                                       const S* x, int64_t xt, const S* cos,
-                                                       const S* sin, S sign, S* y, int64_t yt) {
+__attribute__((always_inline)) inline void rotate_rows(int64_t T, int64_t D, int64_t rd, const S* x,
+                                                       int64_t xt, const S* cos, const S* sin,
+                                                       S sign, S* y, int64_t yt) {
   const int64_t half = rd / 2;
   for (int64_t t = 0; t < T; ++t) {
     const S* xr = x + t * xt;
@@ -216,7 +218,8 @@ __attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S sca
   // (Q^T's padding is 0, so the padding columns get 0; a partial vector's scalar stores were
   // 11% of this function).
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
-    block_product<S>(j0, T, 0, D, k, kt, w.a.data(), Tp, j0 / V::lanes * V::lanes, Tp, st, Tp, scale);
+    block_product<S>(j0, T, 0, D, k, kt, w.a.data(), Tp, j0 / V::lanes * V::lanes, Tp, st, Tp,
+                     scale);
   // Softmax down each query's column, a vector of queries at a time.
   for (int64_t c0 = 0; c0 < T; c0 += V::lanes) {
     const int64_t keys = std::min(T, c0 + V::lanes);
@@ -225,8 +228,7 @@ __attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S sca
     for (int64_t j = 0; j < keys; ++j) {
       const S* x = st + j * Tp + c0;
 #pragma omp simd
-      for (int64_t l = 0; l < V::lanes; ++l)
-        m[l] = seen(c0 + l, j, T) && x[l] > m[l] ? x[l] : m[l];
+      for (int64_t l = 0; l < V::lanes; ++l) m[l] = seen(c0 + l, j, T) && x[l] > m[l] ? x[l] : m[l];
     }
     for (int64_t l = 0; l < V::lanes; ++l) sum[l] = 0;
     for (int64_t j = 0; j < keys; ++j) {
@@ -253,7 +255,8 @@ __attribute__((always_inline)) inline void forward_head(HeadBuffers<S>& w, S sca
   }
   // Y = P V: a block of queries sums over the keys up to its last query.
   for (int64_t i0 = 0; i0 < T; i0 += kRows)
-    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), st, Tp, w.b.data(), Dp, 0, D, y, yt, S(1));
+    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), st, Tp, w.b.data(), Dp, 0, D, y, yt,
+                           S(1));
 }
 
 // One (batch, head) backward: the rows of dq, dk and dv (strides dqt, dkt, dvt; every element
@@ -268,11 +271,12 @@ __attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S sc
   using V = Vec<S>;
   const int64_t T = w.T, D = w.D, Tp = w.Tp, Dp = w.Dp;
   const S* drop = h.drop;
-  w.columns(w.a, dy, dyt);  // dY^T [D][Tp]
-  S *ds = w.b.data(), *pd = w.c.data();  // dP^T then dS^T, and P^T with dropout, [T][Tp]
-  w.rows(w.e, h.v, h.vt);  // V [T][Dp]: contiguous rows for the broadcasts below
+  w.columns(w.a, dy, dyt);                   // dY^T [D][Tp]
+  S *ds = w.b.data(), *pd = w.c.data();      // dP^T then dS^T, and P^T with dropout, [T][Tp]
+  w.rows(w.e, h.v, h.vt);                    // V [T][Dp]: contiguous rows for the broadcasts below
   for (int64_t j0 = 0; j0 < T; j0 += kRows)  // dP^T = V dY^T
-    block_product<S>(j0, T, 0, D, w.e.data(), Dp, w.a.data(), Tp, j0 / V::lanes * V::lanes, Tp, ds, Tp, S(1));
+    block_product<S>(j0, T, 0, D, w.e.data(), Dp, w.a.data(), Tp, j0 / V::lanes * V::lanes, Tp, ds,
+                     Tp, S(1));
   // dS = P (dP - rowdot) down each query's column; dP through the dropout mask.
   for (int64_t c0 = 0; c0 < T; c0 += V::lanes) {
     const int64_t keys = std::min(T, c0 + V::lanes);
@@ -302,7 +306,8 @@ __attribute__((always_inline)) inline void backward_head(HeadBuffers<S>& w, S sc
   // each key on (0 before it).
   w.rotated_rows(w.d, h.k, h.kt, h);
   for (int64_t i0 = 0; i0 < T; i0 += kRows)
-    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, 0, D, dq, dqt, S(1));
+    block_product<S, true>(i0, T, 0, std::min(i0 + kRows, T), ds, Tp, w.d.data(), Dp, 0, D, dq, dqt,
+                           S(1));
   if (h.rd > 0) rotate_rows<S>(T, D, h.rd, dq, dqt, h.cos, h.sin, S(-1), dq, dqt);
   w.rotated_rows(w.d, h.q, h.qt, h);
   for (int64_t j0 = 0; j0 < T; j0 += kRows)
@@ -352,26 +357,39 @@ struct Operands {
   at::Tensor p, drop;  // key-major softmax weights [B, H, T, Tp], and the dropout mask or undefined
 
   Operands(at::Tensor q_, at::Tensor k_, at::Tensor v_, at::Tensor cos_ = {}, at::Tensor sin_ = {})
-      : q(std::move(q_)), k(std::move(k_)), v(std::move(v_)), cos(std::move(cos_)), sin(std::move(sin_)) {}
+      : q(std::move(q_)),
+        k(std::move(k_)),
+        v(std::move(v_)),
+        cos(std::move(cos_)),
+        sin(std::move(sin_)) {}
 
   template <typename S>
   HeadArgs<S> head(int64_t bh) const {
     const int64_t H = q.size(1), T = q.size(2), Tp = p.size(3);
     const int64_t b = bh / H, h = bh % H;
     const S* dp = drop.defined() ? drop.data_ptr<S>() + bh * T * Tp : nullptr;
-    return {q.data_ptr<S>() + at(q, b, h), k.data_ptr<S>() + at(k, b, h), v.data_ptr<S>() + at(v, b, h),
-            q.stride(2), k.stride(2), v.stride(2),
-            cos.defined() ? cos.data_ptr<S>() : nullptr, sin.defined() ? sin.data_ptr<S>() : nullptr,
-            cos.defined() ? cos.size(1) : 0, dp};
+    return {q.data_ptr<S>() + at(q, b, h),
+            k.data_ptr<S>() + at(k, b, h),
+            v.data_ptr<S>() + at(v, b, h),
+            q.stride(2),
+            k.stride(2),
+            v.stride(2),
+            cos.defined() ? cos.data_ptr<S>() : nullptr,
+            sin.defined() ? sin.data_ptr<S>() : nullptr,
+            cos.defined() ? cos.size(1) : 0,
+            dp};
   }
-  static int64_t at(const at::Tensor& x, int64_t b, int64_t h) { return b * x.stride(0) + h * x.stride(1); }
+  static int64_t at(const at::Tensor& x, int64_t b, int64_t h) {
+    return b * x.stride(0) + h * x.stride(1);
+  }
 };
 
 // Forward: fills o.p and o.drop, returns y [B, T, H * D] (heads merged).
 at::Tensor attention_forward(Operands& o, double dropout, bool training) {
   const at::Tensor& q = o.q;
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
-  const int64_t Tp = round_up(T, q.scalar_type() == at::kFloat ? Vec<float>::lanes : Vec<double>::lanes);
+  const int64_t Tp =
+      round_up(T, q.scalar_type() == at::kFloat ? Vec<float>::lanes : Vec<double>::lanes);
   o.p = at::empty({B, H, T, Tp}, q.options());  // key-major, padded: [b, h, key, query]
   o.drop = at::Tensor();
   if (training && dropout > 0) {
@@ -403,11 +421,13 @@ at::Tensor attention_forward(Operands& o, double dropout, bool training) {
 // Backward: dy [B, T, H * D] contiguous; dq, dk, dv: [B, H, T, D] tensors (or views) to fill.
 void attention_backward(const Operands& o, const at::Tensor& dy, at::Tensor& dq, at::Tensor& dk,
                         at::Tensor& dv) {
-  const int64_t B = o.q.size(0), H = o.q.size(1), T = o.q.size(2), D = o.q.size(3), Tp = o.p.size(3);
+  const int64_t B = o.q.size(0), H = o.q.size(1), T = o.q.size(2), D = o.q.size(3),
+                Tp = o.p.size(3);
   AT_DISPATCH_FLOATING_TYPES(o.q.scalar_type(), "causal_attention_backward", [&] {
     const auto scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(D)));
     const scalar_t *pp = o.p.data_ptr<scalar_t>(), *dyp = dy.data_ptr<scalar_t>();
-    scalar_t *dqp = dq.data_ptr<scalar_t>(), *dkp = dk.data_ptr<scalar_t>(), *dvp = dv.data_ptr<scalar_t>();
+    scalar_t *dqp = dq.data_ptr<scalar_t>(), *dkp = dk.data_ptr<scalar_t>(),
+             *dvp = dv.data_ptr<scalar_t>();
     at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
       HeadBuffers<scalar_t> buffers(T, D);
       for (int64_t bh = begin; bh < end; ++bh) {
@@ -417,11 +437,10 @@ void attention_backward(const Operands& o, const at::Tensor& dy, at::Tensor& dq,
           prefetch_rows(dyp + (bh + 1) / H * T * H * D + (bh + 1) % H * D, H * D, T, D);
           prefetch_rows(pp + (bh + 1) * T * Tp, Tp, T, Tp);
         }
-        backward_head_any<scalar_t>(buffers, scale, o.head<scalar_t>(bh), pp + bh * T * Tp,
-                                    dyp + b * T * H * D + h * D, H * D,
-                                    dqp + Operands::at(dq, b, h), dq.stride(2),
-                                    dkp + Operands::at(dk, b, h), dk.stride(2),
-                                    dvp + Operands::at(dv, b, h), dv.stride(2));
+        backward_head_any<scalar_t>(
+            buffers, scale, o.head<scalar_t>(bh), pp + bh * T * Tp, dyp + b * T * H * D + h * D,
+            H * D, dqp + Operands::at(dq, b, h), dq.stride(2), dkp + Operands::at(dk, b, h),
+            dk.stride(2), dvp + Operands::at(dv, b, h), dv.stride(2));
       }
     });
   });
@@ -437,7 +456,8 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const at::Tensor& q, const at::Tensor& k,
-                                                const at::Tensor& v, double dropout, bool training) {
+                                                const at::Tensor& v, double dropout,
+                                                bool training) {
     Operands o(q, k, v);
     auto y = attention_forward(o, dropout, training);
     ctx->save_for_backward({q, k, v});
@@ -473,8 +493,9 @@ std::array<at::Tensor, 3> split_qkv(const at::Tensor& qkv, int64_t H) {
 class FusedQkvAttention : public torch::autograd::Function<FusedQkvAttention> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv,
-                            const c10::optional<at::Tensor>& cos, const c10::optional<at::Tensor>& sin,
-                            int64_t heads, double dropout, bool training) {
+                            const c10::optional<at::Tensor>& cos,
+                            const c10::optional<at::Tensor>& sin, int64_t heads, double dropout,
+                            bool training) {
     auto [q, k, v] = split_qkv(qkv, heads);
     Operands o(q, k, v, cos ? *cos : at::Tensor(), sin ? *sin : at::Tensor());
     auto y = attention_forward(o, dropout, training);
@@ -546,7 +567,7 @@ at::Tensor rotary_by_ops(const at::Tensor& x, const at::Tensor& cos, const at::T
   const int64_t T = x.size(-2);
   auto c = cos.slice(0, 0, T).to(x.dtype());  // [T, rd]
   auto s = sin.slice(0, 0, T).to(x.dtype());
-  auto rot = x.narrow(-1, 0, rd);             // [B, H, T, rd]
+  auto rot = x.narrow(-1, 0, rd);  // [B, H, T, rd]
   auto halves = rot.chunk(2, -1);
   auto rotated = at::cat({-halves[1], halves[0]}, -1);
   auto out = rot * c + rotated * s;
@@ -592,11 +613,12 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
                                training)[0];
 }
 
-at::Tensor causal_attention_qkv(const at::Tensor& qkv, int64_t heads, double dropout,
-                                bool training, const at::Tensor& cos, const at::Tensor& sin) {
+at::Tensor causal_attention_qkv(const at::Tensor& qkv, int64_t heads, double dropout, bool training,
+                                const at::Tensor& cos, const at::Tensor& sin) {
   TORCH_CHECK(qkv.dim() == 3 && heads > 0 && qkv.size(2) % (3 * heads) == 0,
               "causal_attention_qkv: qkv must be [B, T, 3 * heads * head_dim]");
-  TORCH_CHECK(cos.defined() == sin.defined(), "causal_attention_qkv: give both rotary tables or neither");
+  TORCH_CHECK(cos.defined() == sin.defined(),
+              "causal_attention_qkv: give both rotary tables or neither");
   const int64_t T = qkv.size(1), D = qkv.size(2) / (3 * heads);
   if (cos.defined())
     TORCH_CHECK(cos.dim() == 2 && cos.sizes() == sin.sizes() && cos.size(0) >= T &&

@@ -70,7 +70,8 @@ __attribute__((always_inline)) inline void bias_gelu_rows(int64_t M, int64_t N, 
     float* yr = y + m * N;
     if (!bias) {
 #pragma omp simd
-      for (int64_t n = 0; n < N; ++n) yr[n] = exact ? gelu_erf_value(ur[n]) : gelu_tanh_value(ur[n]);
+      for (int64_t n = 0; n < N; ++n)
+        yr[n] = exact ? gelu_erf_value(ur[n]) : gelu_tanh_value(ur[n]);
       continue;
     }
 #pragma omp simd
@@ -84,9 +85,9 @@ __attribute__((always_inline)) inline void bias_gelu_rows(int64_t M, int64_t N, 
 
 // du = dy GELU'(u); dbias (may be null) = the column sums of du.
 template <bool exact>
-__attribute__((always_inline)) inline void gelu_bias_rows_backward(int64_t M, int64_t N, const float* u,
-                                                                   const float* dy, float* du,
-                                                                   float* dbias) {
+__attribute__((always_inline)) inline void gelu_bias_rows_backward(int64_t M, int64_t N,
+                                                                   const float* u, const float* dy,
+                                                                   float* du, float* dbias) {
   if (dbias)
     for (int64_t n = 0; n < N; ++n) dbias[n] = 0;
   for (int64_t m = 0; m < M; ++m) {
@@ -94,7 +95,8 @@ __attribute__((always_inline)) inline void gelu_bias_rows_backward(int64_t M, in
     const float* gr = dy + m * N;
     float* dr = du + m * N;
 #pragma omp simd
-    for (int64_t n = 0; n < N; ++n) dr[n] = gr[n] * (exact ? gelu_erf_slope(ur[n]) : gelu_tanh_slope(ur[n]));
+    for (int64_t n = 0; n < N; ++n)
+      dr[n] = gr[n] * (exact ? gelu_erf_slope(ur[n]) : gelu_tanh_slope(ur[n]));
     if (dbias) {
 #pragma omp simd
       for (int64_t n = 0; n < N; ++n) dbias[n] += dr[n];
@@ -102,18 +104,19 @@ __attribute__((always_inline)) inline void gelu_bias_rows_backward(int64_t M, in
   }
 }
 
-INDUCT_SIMD_CLONES void bias_gelu_tanh(int64_t M, int64_t N, const float* bias, float* u, float* y) {
+INDUCT_SIMD_CLONES void bias_gelu_tanh(int64_t M, int64_t N, const float* bias, float* u,
+                                       float* y) {
   bias_gelu_rows<false>(M, N, bias, u, y);
 }
 INDUCT_SIMD_CLONES void bias_gelu_erf(int64_t M, int64_t N, const float* bias, float* u, float* y) {
   bias_gelu_rows<true>(M, N, bias, u, y);
 }
-INDUCT_SIMD_CLONES void gelu_tanh_bias_backward(int64_t M, int64_t N, const float* u, const float* dy,
-                                                float* du, float* dbias) {
+INDUCT_SIMD_CLONES void gelu_tanh_bias_backward(int64_t M, int64_t N, const float* u,
+                                                const float* dy, float* du, float* dbias) {
   gelu_bias_rows_backward<false>(M, N, u, dy, du, dbias);
 }
-INDUCT_SIMD_CLONES void gelu_erf_bias_backward(int64_t M, int64_t N, const float* u, const float* dy,
-                                               float* du, float* dbias) {
+INDUCT_SIMD_CLONES void gelu_erf_bias_backward(int64_t M, int64_t N, const float* u,
+                                               const float* dy, float* du, float* dbias) {
   gelu_bias_rows_backward<true>(M, N, u, dy, du, dbias);
 }
 
@@ -123,8 +126,8 @@ void bias_gelu(int64_t M, int64_t N, const float* bias, bool exact, float* u, fl
   (exact ? bias_gelu_erf : bias_gelu_tanh)(M, N, bias, u, y);
 }
 
-void gelu_bias_backward(int64_t M, int64_t N, const float* u, const float* dy, bool exact, float* du,
-                        float* dbias) {
+void gelu_bias_backward(int64_t M, int64_t N, const float* u, const float* dy, bool exact,
+                        float* du, float* dbias) {
   (exact ? gelu_erf_bias_backward : gelu_tanh_bias_backward)(M, N, u, dy, du, dbias);
 }
 
@@ -132,7 +135,8 @@ namespace {
 
 class FusedGelu : public torch::autograd::Function<FusedGelu> {
  public:
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, bool exact) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            bool exact) {
     auto xc = x.contiguous();
     auto y = at::empty_like(xc);
     bias_gelu(1, xc.numel(), nullptr, exact, xc.data_ptr<float>(), y.data_ptr<float>());
@@ -258,8 +262,9 @@ class FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
 // LayerNorm's rows with one affine map (w, b -> y) or, when w2 is not null, a second one of the
 // same statistics (w2, b2 -> y2: GPT-NeoX's two norms of one residual stream).
 INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, const float* x,
-                                           const float* w, const float* b, float* y, const float* w2,
-                                           const float* b2, float* y2, float* mean, float* r) {
+                                           const float* w, const float* b, float* y,
+                                           const float* w2, const float* b2, float* y2, float* mean,
+                                           float* r) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t row = 0; row < rows; ++row) {
     const float* xr = x + row * n;
@@ -348,7 +353,8 @@ class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
                                                 const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias,
                                                 const c10::optional<at::Tensor>& weight2_or_none,
-                                                const c10::optional<at::Tensor>& bias2_or_none, double eps) {
+                                                const c10::optional<at::Tensor>& bias2_or_none,
+                                                double eps) {
     const auto x = input.contiguous();
     const bool two = weight2_or_none.has_value();
     const at::Tensor weight2 = two ? *weight2_or_none : at::Tensor();
@@ -357,10 +363,11 @@ class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
     auto y = at::empty_like(x);
     auto y2 = two ? at::empty_like(x) : at::Tensor();
     auto mean = at::empty({rows}, x.options()), r = at::empty({rows}, x.options());
-    layer_norm_forward(rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
-                       bias.data_ptr<float>(), y.data_ptr<float>(),
-                       two ? weight2.data_ptr<float>() : nullptr, two ? bias2.data_ptr<float>() : nullptr,
-                       two ? y2.data_ptr<float>() : nullptr, mean.data_ptr<float>(), r.data_ptr<float>());
+    layer_norm_forward(
+        rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
+        bias.data_ptr<float>(), y.data_ptr<float>(), two ? weight2.data_ptr<float>() : nullptr,
+        two ? bias2.data_ptr<float>() : nullptr, two ? y2.data_ptr<float>() : nullptr,
+        mean.data_ptr<float>(), r.data_ptr<float>());
     ctx->save_for_backward(two ? torch::autograd::variable_list{x, weight, weight2}
                                : torch::autograd::variable_list{x, weight});
     ctx->saved_data["mean"] = mean;
@@ -380,13 +387,15 @@ class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
     const int64_t n = x.size(-1), rows = x.numel() / n;
     auto dx = at::empty_like(x);
     auto dw = at::zeros_like(w), db = at::zeros_like(w);
-    auto dw2 = two ? at::zeros_like(w2) : at::Tensor(), db2 = two ? at::zeros_like(w2) : at::Tensor();
+    auto dw2 = two ? at::zeros_like(w2) : at::Tensor(),
+         db2 = two ? at::zeros_like(w2) : at::Tensor();
     auto scratch = at::empty({n}, x.options());
-    layer_norm_backward(rows, n, x.data_ptr<float>(), w.data_ptr<float>(),
-                        two ? w2.data_ptr<float>() : nullptr, mean.data_ptr<float>(), r.data_ptr<float>(),
-                        dy.data_ptr<float>(), two ? dy2.data_ptr<float>() : nullptr, dx.data_ptr<float>(),
-                        dw.data_ptr<float>(), db.data_ptr<float>(), two ? dw2.data_ptr<float>() : nullptr,
-                        two ? db2.data_ptr<float>() : nullptr, scratch.data_ptr<float>());
+    layer_norm_backward(
+        rows, n, x.data_ptr<float>(), w.data_ptr<float>(), two ? w2.data_ptr<float>() : nullptr,
+        mean.data_ptr<float>(), r.data_ptr<float>(), dy.data_ptr<float>(),
+        two ? dy2.data_ptr<float>() : nullptr, dx.data_ptr<float>(), dw.data_ptr<float>(),
+        db.data_ptr<float>(), two ? dw2.data_ptr<float>() : nullptr,
+        two ? db2.data_ptr<float>() : nullptr, scratch.data_ptr<float>());
     return {dx, dw, db, dw2, db2, at::Tensor()};
   }
 };
@@ -406,7 +415,8 @@ INDUCT_SIMD_CLONES void mask_kernel(uint32_t lo, uint32_t hi, uint32_t threshold
                                     int64_t count, float* out) {
 #pragma omp simd
   for (int64_t i = 0; i < count; ++i) {
-    const uint32_t h = mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
+    const uint32_t h =
+        mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
     out[i] = (h >> 8) >= threshold ? scale : 0.0f;
   }
 }
@@ -492,12 +502,12 @@ std::pair<at::Tensor, at::Tensor> layer_norm_pair(const at::Tensor& x, const at:
                                                   const at::Tensor& bias, const at::Tensor& weight2,
                                                   const at::Tensor& bias2, double eps) {
   auto affine_ok = [&](const at::Tensor& t) {
-    return t.defined() && fusable(t) && t.dim() == 1 && t.is_contiguous() && t.size(0) == x.size(-1);
+    return t.defined() && fusable(t) && t.dim() == 1 && t.is_contiguous() &&
+           t.size(0) == x.size(-1);
   };
   const bool fused = fusable(x) && x.dim() >= 1 && affine_ok(weight) && affine_ok(bias) &&
                      affine_ok(weight2) && affine_ok(bias2);
-  if (!fused)
-    return {layer_norm(x, weight, bias, eps), layer_norm(x, weight2, bias2, eps)};
+  if (!fused) return {layer_norm(x, weight, bias, eps), layer_norm(x, weight2, bias2, eps)};
   auto out = FusedLayerNorm::apply(x, weight, bias, c10::optional<at::Tensor>(weight2),
                                    c10::optional<at::Tensor>(bias2), eps);
   return {out[0], out[1]};

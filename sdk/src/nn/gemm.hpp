@@ -7,9 +7,8 @@
 namespace induct::nn {
 
 // C[M, N] = alpha op(A) op(B) + beta C, row-major; op transposes when trans_a / trans_b.
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-           int64_t ldc);
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // y[m, :] = bias for each of the M rows of y [M, N] (a product then adds to them with beta 1).
 void bias_rows(int64_t M, int64_t N, const float* bias, float* y);
@@ -22,7 +21,7 @@ void column_sums(int64_t M, int64_t N, const float* g, float* out);
 void bias_gelu(int64_t M, int64_t N, const float* bias, bool exact, float* u, float* y);
 
 // Its backward: du = dy GELU'(u) and, when dbias is not null, dbias = the column sums of du.
-void gelu_bias_backward(int64_t M, int64_t N, const float* u, const float* dy, bool exact, float* du,
-                        float* dbias);
+void gelu_bias_backward(int64_t M, int64_t N, const float* u, const float* dy, bool exact,
+                        float* du, float* dbias);
 
 }  // namespace induct::nn

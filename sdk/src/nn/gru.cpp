@@ -92,7 +92,8 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const torch::Tensor& x, const torch::Tensor& w_ih,
-                                                const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+                                                const torch::Tensor& w_hh,
+                                                const torch::Tensor& b_ih,
                                                 const torch::Tensor& b_hh) {
     const int64_t B = x.size(0), T = x.size(1), I = x.size(2), H = w_hh.size(1);
     const auto opts = x.options();
@@ -115,7 +116,9 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
     const int64_t ld = T * H, ld_g = T * 3 * H;
     for (int64_t t = 0; t < T; ++t) {
       bias_rows(B, 3 * H, bhh.data_ptr<float>(), gh.data_ptr<float>());
-      if (t > 0) sgemm(false, true, B, 3 * H, H, 1, h + (t - 1) * H, ld, whh, H, 1, gh.data_ptr<float>(), 3 * H);
+      if (t > 0)
+        sgemm(false, true, B, 3 * H, H, 1, h + (t - 1) * H, ld, whh, H, 1, gh.data_ptr<float>(),
+              3 * H);
       gates_forward(B, H, g + t * 3 * H, ld_g, gh.data_ptr<float>(),
                     t > 0 ? h + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0, hn + t * H,
                     h + t * H, ld);
@@ -153,8 +156,8 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
     const int64_t ld = T * H, ld_g = T * 3 * H;
     for (int64_t t = T - 1; t >= 0; --t) {
       gates_backward(B, H, a + t * 3 * H, ld_g, hn + t * H,
-                     t > 0 ? h + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0,
-                     dho + t * H, ld, dh_rec.data_ptr<float>(), di + t * 3 * H, dr + t * 3 * H);
+                     t > 0 ? h + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0, dho + t * H,
+                     ld, dh_rec.data_ptr<float>(), di + t * 3 * H, dr + t * 3 * H);
       if (t > 0)
         sgemm(false, false, B, H, 3 * H, 1, dr + t * 3 * H, ld_g, w_hh.data_ptr<float>(), H, 1,
               dh_rec.data_ptr<float>(), H);
@@ -169,8 +172,9 @@ class FusedGru : public torch::autograd::Function<FusedGru> {
 
 }  // namespace
 
-torch::Tensor gru_layer(const torch::Tensor& x, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
-                        const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
+torch::Tensor gru_layer(const torch::Tensor& x, const torch::Tensor& w_ih,
+                        const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+                        const torch::Tensor& b_hh) {
   TORCH_CHECK(x.dim() == 3, "gru_layer: x must be [B, T, I]");
   const int64_t H = w_hh.size(1);
   TORCH_CHECK(w_ih.size(0) == 3 * H && w_hh.size(0) == 3 * H && w_ih.size(1) == x.size(2) &&

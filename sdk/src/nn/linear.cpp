@@ -13,13 +13,12 @@
 
 namespace induct::nn {
 
-void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-           const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-           int64_t ldc) {
+void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
 #if INDUCT_HAVE_DNNL
-  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K,
-                                          alpha, A, lda, B, ldb, beta, C, ldc);
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha,
+                                          A, lda, B, ldb, beta, C, ldc);
   TORCH_CHECK(status == dnnl_success, "oneDNN sgemm failed (status ", static_cast<int>(status),
               ") for a ", M, " x ", K, " by ", K, " x ", N, " product");
 #else
@@ -28,8 +27,9 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
   const auto options = at::TensorOptions(at::kFloat);
   auto view = [&](const float* data, bool trans, int64_t rows, int64_t cols, int64_t ld) {
     // op(X) is [rows, cols]; X is stored row-major with leading dimension ld.
-    at::Tensor x = trans ? at::from_blob(const_cast<float*>(data), {cols, rows}, {ld, 1}, options).t()
-                         : at::from_blob(const_cast<float*>(data), {rows, cols}, {ld, 1}, options);
+    at::Tensor x = trans
+                       ? at::from_blob(const_cast<float*>(data), {cols, rows}, {ld, 1}, options).t()
+                       : at::from_blob(const_cast<float*>(data), {rows, cols}, {ld, 1}, options);
     return x;
   };
   at::Tensor c = at::from_blob(C, {M, N}, {ldc, 1}, options);
@@ -46,7 +46,8 @@ void sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float al
 // (LibTorch's bias.expand({M, N}).contiguous() and g.sum(0) for these, a broadcasting copy
 // through TensorIterator and a reduction across rows, were about 3% of a small Pythia step.)
 void bias_rows(int64_t M, int64_t N, const float* bias, float* y) {
-  for (int64_t m = 0; m < M; ++m) std::memcpy(y + m * N, bias, sizeof(float) * static_cast<size_t>(N));
+  for (int64_t m = 0; m < M; ++m)
+    std::memcpy(y + m * N, bias, sizeof(float) * static_cast<size_t>(N));
 }
 
 namespace {
@@ -60,7 +61,9 @@ INDUCT_SIMD_CLONES void column_sums_kernel(int64_t M, int64_t N, const float* g,
 }
 }  // namespace
 
-void column_sums(int64_t M, int64_t N, const float* g, float* out) { column_sums_kernel(M, N, g, out); }
+void column_sums(int64_t M, int64_t N, const float* g, float* out) {
+  column_sums_kernel(M, N, g, out);
+}
 
 namespace {
 
@@ -110,8 +113,9 @@ class FusedLinear : public torch::autograd::Function<FusedLinear> {
     if (activation != kNoActivation) {  // g: the gradient of the pre-activation
       const auto dy = grads[0].contiguous();
       g = at::empty({M, N}, dy.options());
-      gelu_bias_backward(M, N, saved[2].data_ptr<float>(), dy.data_ptr<float>(), activation == kGeluErf,
-                         g.data_ptr<float>(), want_db ? db.data_ptr<float>() : nullptr);
+      gelu_bias_backward(M, N, saved[2].data_ptr<float>(), dy.data_ptr<float>(),
+                         activation == kGeluErf, g.data_ptr<float>(),
+                         want_db ? db.data_ptr<float>() : nullptr);
     } else {
       g = grads[0].contiguous();
       if (want_db) column_sums(M, N, g.data_ptr<float>(), db.data_ptr<float>());

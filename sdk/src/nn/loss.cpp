@@ -69,8 +69,8 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
     auto t = targets.contiguous();
     const int64_t* tp = t.data_ptr<int64_t>();
     for (int64_t n = 0; n < N; ++n)
-      TORCH_CHECK(tp[n] == ignore_index || (tp[n] >= 0 && tp[n] < V), "cross_entropy: target ", tp[n],
-                  " out of bounds for ", V, " classes");
+      TORCH_CHECK(tp[n] == ignore_index || (tp[n] >= 0 && tp[n] < V), "cross_entropy: target ",
+                  tp[n], " out of bounds for ", V, " classes");
     auto lse = at::empty({N}, x.options());
     int64_t count = 0;
     const double total = cross_entropy_forward(N, V, x.data_ptr<float>(), tp, ignore_index,
@@ -102,10 +102,12 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
 
 }  // namespace
 
-torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, int64_t ignore_index) {
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
+                            int64_t ignore_index) {
   TORCH_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0),
               "cross_entropy: logits must be [N, V] and targets [N]");
-  if (logits.device().is_cpu() && logits.scalar_type() == at::kFloat && targets.scalar_type() == at::kLong)
+  if (logits.device().is_cpu() && logits.scalar_type() == at::kFloat &&
+      targets.scalar_type() == at::kLong)
     return FusedCrossEntropy::apply(logits, targets, ignore_index);
   return torch::nn::functional::cross_entropy(
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(ignore_index));

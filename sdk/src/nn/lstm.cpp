@@ -89,7 +89,8 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const torch::Tensor& x, const torch::Tensor& w_ih,
-                                                const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+                                                const torch::Tensor& w_hh,
+                                                const torch::Tensor& b_ih,
                                                 const torch::Tensor& b_hh) {
     const int64_t B = x.size(0), T = x.size(1), I = x.size(2), H = w_hh.size(1);
     const auto opts = x.options();
@@ -150,9 +151,8 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
     const int64_t ld = T * H, ld_g = T * 4 * H;
     for (int64_t t = T - 1; t >= 0; --t) {
       gates_backward(B, H, a + t * 4 * H, ld_g, tc + t * H,
-                     t > 0 ? c + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0,
-                     dho + t * H, ld, dh_rec.data_ptr<float>(), dc.data_ptr<float>(),
-                     dg + t * 4 * H);
+                     t > 0 ? c + (t - 1) * H : zero.data_ptr<float>(), t > 0 ? ld : 0, dho + t * H,
+                     ld, dh_rec.data_ptr<float>(), dc.data_ptr<float>(), dg + t * 4 * H);
       if (t > 0)
         sgemm(false, false, B, H, 4 * H, 1, dg + t * 4 * H, ld_g, w_hh.data_ptr<float>(), H, 0,
               dh_rec.data_ptr<float>(), H);
@@ -166,8 +166,9 @@ class FusedLstm : public torch::autograd::Function<FusedLstm> {
 
 }  // namespace
 
-torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
-                         const torch::Tensor& b_ih, const torch::Tensor& b_hh) {
+torch::Tensor lstm_layer(const torch::Tensor& x, const torch::Tensor& w_ih,
+                         const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+                         const torch::Tensor& b_hh) {
   TORCH_CHECK(x.dim() == 3, "lstm_layer: x must be [B, T, I]");
   const int64_t H = w_hh.size(1);
   TORCH_CHECK(w_ih.size(0) == 4 * H && w_hh.size(0) == 4 * H && w_ih.size(1) == x.size(2),

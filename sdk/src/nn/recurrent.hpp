@@ -18,15 +18,18 @@ struct InputProjectionGradients {
 // Of the input projection x W_ih^T + b of every step: dg [rows = B T, G] the gradient of the
 // projection (G = gates x H), x [B, T, I], w_ih [G, I].
 inline InputProjectionGradients input_projection_gradients(int64_t rows, int64_t G, const float* dg,
-                                                           const at::Tensor& x, const at::Tensor& w_ih) {
+                                                           const at::Tensor& x,
+                                                           const at::Tensor& w_ih) {
   const int64_t I = x.size(-1);
   InputProjectionGradients out;
   out.dw_ih = at::empty({G, I}, x.options());
-  sgemm(true, false, G, I, rows, 1, dg, G, x.data_ptr<float>(), I, 0, out.dw_ih.data_ptr<float>(), I);
+  sgemm(true, false, G, I, rows, 1, dg, G, x.data_ptr<float>(), I, 0, out.dw_ih.data_ptr<float>(),
+        I);
   out.db = at::empty({G}, x.options());
   column_sums(rows, G, dg, out.db.data_ptr<float>());
   out.dx = at::empty(x.sizes(), x.options());
-  sgemm(false, false, rows, I, G, 1, dg, G, w_ih.data_ptr<float>(), I, 0, out.dx.data_ptr<float>(), I);
+  sgemm(false, false, rows, I, G, 1, dg, G, w_ih.data_ptr<float>(), I, 0, out.dx.data_ptr<float>(),
+        I);
   return out;
 }
 
@@ -34,7 +37,8 @@ inline InputProjectionGradients input_projection_gradients(int64_t rows, int64_t
 // recurrent projection and hs [B, T, H] the states: one product over the row pairs (dg row
 // r + 1, hs row r), r = b T + t - 1, once dg's rows of t = 0 (whose pair would be the previous
 // sequence's last state) are zeroed. Overwrites those rows: dg is not needed after this.
-inline at::Tensor recurrent_weight_gradient(int64_t B, int64_t T, int64_t G, float* dg, const at::Tensor& hs) {
+inline at::Tensor recurrent_weight_gradient(int64_t B, int64_t T, int64_t G, float* dg,
+                                            const at::Tensor& hs) {
   const int64_t H = hs.size(-1);
   auto dw_hh = at::zeros({G, H}, hs.options());
   for (int64_t b = 0; b < B; ++b) std::fill_n(dg + b * T * G, G, 0.0f);

@@ -60,7 +60,9 @@ inline float softplus_approx(float x) {
   p = p * s2 + 1.0f / 3;
   return (x > 0 ? x : 0.0f) + 2.0f * s * (1.0f + s2 * p);
 }
-inline double softplus_approx(double x) { return (x > 0 ? x : 0.0) + std::log1p(std::exp(-std::abs(x))); }
+inline double softplus_approx(double x) {
+  return (x > 0 ? x : 0.0) + std::log1p(std::exp(-std::abs(x)));
+}
 
 // Near 0, Cephes' odd polynomial (1 - 2 / (e^2x + 1) loses digits there); elsewhere via exp.
 inline float tanh_approx(float x) {

@@ -14,9 +14,9 @@ void check_shapes(const torch::Tensor& x, const torch::Tensor& a, const torch::T
   const int64_t B = x.size(0), T = x.size(1), H = x.size(2);
   TORCH_CHECK(a.dim() == 3 && a.size(0) == B && a.size(1) == T && a.size(2) == H,
               "ssd_scan: a must be [B, T, H] as x");
-  TORCH_CHECK(Bm.dim() == 4 && Bm.size(0) == B && Bm.size(1) == T && Bm.size(2) >= 1 &&
-                  H % Bm.size(2) == 0,
-              "ssd_scan: B must be [B, T, G, N] with G dividing x's H");
+  TORCH_CHECK(
+      Bm.dim() == 4 && Bm.size(0) == B && Bm.size(1) == T && Bm.size(2) >= 1 && H % Bm.size(2) == 0,
+      "ssd_scan: B must be [B, T, G, N] with G dividing x's H");
   TORCH_CHECK(C.sizes() == Bm.sizes(), "ssd_scan: C must have B's shape");
 }
 
@@ -56,12 +56,12 @@ torch::Tensor ssd_scan(const torch::Tensor& x, const torch::Tensor& a, const tor
   auto a_cum = as.cumsum(-1);  // [B, H, c, Q]
 
   // 1. Within each chunk: y_i = sum_{j <= i} (C_i . B_j) exp(a_{j+1..i}) x_j.
-  auto decay = at::exp(segment_sums(as));                           // [B, H, c, Q, Q]
+  auto decay = at::exp(segment_sums(as));                            // [B, H, c, Q, Q]
   auto scores = at::einsum("bclhn,bcshn->bhcls", {cs, bs}) * decay;  // [B, H, c, Q, Q]
   auto y = at::einsum("bhcls,bcshp->bclhp", {scores, xs});           // [B, c, Q, H, P]
   if (chunks > 1) {
     // 2. Each chunk's own final state: sum_j exp(a_{j+1..Q}) x_j B_j^T.
-    auto to_end = at::exp(a_cum.narrow(-1, Q - 1, 1) - a_cum);  // [B, H, c, Q]
+    auto to_end = at::exp(a_cum.narrow(-1, Q - 1, 1) - a_cum);              // [B, H, c, Q]
     auto states = at::einsum("bclhn,bhcl,bclhp->bchpn", {bs, to_end, xs});  // [B, c, H, P, N]
     // 3. The state entering chunk z: the earlier chunks' own states, each decayed across the
     // chunks between. With t_0 = 0 and t_k the total log decay of chunk k - 1, segment_sums(t)

@@ -47,10 +47,10 @@ struct AttentionOptions {
   int64_t dim = 256;
   int64_t heads = 4;
   bool bias = true;
-  double dropout = 0.0;     // on the attention weights and on the output
-  int64_t rotary_dim = 0;   // features of each head that rotate (0: no rotary)
+  double dropout = 0.0;    // on the attention weights and on the output
+  int64_t rotary_dim = 0;  // features of each head that rotate (0: no rotary)
   double rope_theta = 10000;
-  int64_t max_length = 0;   // longest sequence (for the rotary tables)
+  int64_t max_length = 0;  // longest sequence (for the rotary tables)
 };
 
 // Fused q/k/v projection ("qkv": dim -> 3 dim, laid out [q | k | v], each [heads x head_dim]),

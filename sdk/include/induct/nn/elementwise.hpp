@@ -22,7 +22,8 @@ torch::Tensor INDUCT_SDK_API swiglu(const torch::Tensor& gate, const torch::Tens
 
 // x / sqrt(mean(x^2 over the last dimension) + eps) * weight; fused on the CPU in float32 (one
 // pass per row each way), elsewhere LibTorch operations.
-torch::Tensor INDUCT_SDK_API rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+torch::Tensor INDUCT_SDK_API rms_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                                      double eps);
 
 // LayerNorm over the last dimension, as torch::layer_norm(x, {n}, weight, bias, eps): weight and
 // bias [n]. Fused on the CPU in float32 (one pass per row each way; LibTorch 1.13's kernels
@@ -33,9 +34,9 @@ torch::Tensor INDUCT_SDK_API layer_norm(const torch::Tensor& x, const torch::Ten
 // Two LayerNorms of the same x (GPT-NeoX's parallel residual): {layer_norm(x, weight, bias),
 // layer_norm(x, weight2, bias2)}. Fused on the CPU in float32: the row statistics once, and one
 // backward pass whose gradient of x is that of both (no separate sum of two gradients).
-std::pair<torch::Tensor, torch::Tensor> INDUCT_SDK_API layer_norm_pair(
-    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-    const torch::Tensor& weight2, const torch::Tensor& bias2, double eps);
+std::pair<torch::Tensor, torch::Tensor> INDUCT_SDK_API
+layer_norm_pair(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                const torch::Tensor& weight2, const torch::Tensor& bias2, double eps);
 
 // Inverted dropout: when training, each element is zeroed with probability p and the others
 // scaled by 1 / (1 - p). On the CPU the mask is a counter-based hash of the element's index
