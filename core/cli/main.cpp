@@ -3,7 +3,9 @@
 
 #include <boost/program_options.hpp>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -18,6 +20,7 @@
 #include "plugin/registry.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
+#include "store/export.hpp"
 #include "study/progress.hpp"
 #include "study/registry.hpp"
 #include "study/study.hpp"
@@ -44,6 +47,10 @@ commands:
                       check a study and print the cells it would run; --time measures each
                       cell's training steps per second and projects the cost of its failures
   report DIR          write the paper's tables and figures from DIR/results.sqlite
+  export DIR [--to PATH] [--format csv|jsonl]
+                      the store as tidy tables (one row per observation, numbers as numbers)
+                      in DIR/export/ or PATH: trials, histories, per_length, nstar, kappa,
+                      lengthgen
   status DIR          what the study writing DIR has done and is doing (also from another
                       machine: it reads DIR/status.yaml, not the store)
   plugins             list the models and tasks of every plugin on the plugin path
@@ -249,6 +256,35 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
   return rc;
 }
 
+// DIR/runs.yaml: one YAML document per `induct run` into DIR, appended (config.yaml is the
+// latest resolved study; this is every run's command line, overrides and resolved study).
+void append_run_log(const fs::path& out_dir, const std::vector<std::string>& args,
+                    const Global& global, const po::variables_map& vm, const std::string& resolved) {
+  YAML::Node entry;
+  std::time_t now = std::time(nullptr);
+  char started[32];
+  std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  entry["started"] = started;
+  entry["induct"] = INDUCT_SDK_VERSION_STRING;
+  std::string command = "induct";
+  for (const auto& path : global.plugin_path) command += " --plugin-path " + path;
+  command += " run";
+  for (const auto& arg : args) command += " " + arg;
+  entry["command"] = command;
+  entry["study"] = vm["study"].as<std::string>();
+  entry["overrides"] = YAML::Node(YAML::NodeType::Sequence);
+  if (vm.count("set"))
+    for (const auto& set : vm["set"].as<std::vector<std::string>>()) entry["overrides"].push_back(set);
+  entry["config"] = YAML::Load(resolved);
+  YAML::Emitter out;
+  out << YAML::BeginDoc << entry;
+  const std::string text = std::string(out.c_str()) + "\n";
+  std::ofstream log(out_dir / "runs.yaml", std::ios::app | std::ios::binary);
+  log << text;
+  log.flush();
+  if (!log) throw std::runtime_error((out_dir / "runs.yaml").string() + ": cannot append the run log");
+}
+
 int command_run(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
   // Every cell is checked before anything trains.
@@ -264,6 +300,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::write_file_atomically((out_dir / "config.yaml").string(),
                                 std::string("# resolved by induct ") + INDUCT_SDK_VERSION_STRING +
                                     " from " + config.file + "\n" + resolved.c_str() + "\n");
+  append_run_log(out_dir, args, global, vm, resolved.c_str());
   induct::Store store(out_dir / "results.sqlite");
   const size_t trials = config.learning_rates.size() * config.seeds.size();
   induct::install_stop_signals();  // from here on Ctrl-C and SIGTERM drain the study
@@ -302,7 +339,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     progress.log("induct: " + std::string(e.what()) + " after " +
                  induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
                  std::to_string(finished) + " finished trial(s) stored in " +
-                 store.file().string() + "; the same command resumes without retraining them" +
+                 store.file().string() + ", their report in " + (out_dir / "report.md").string() +
+                 "; the same command resumes without retraining them" +
                  (config.run.state_every > 0
                       ? ", and trainings that were in flight go on from their last saved state"
                       : std::string()));
@@ -340,6 +378,40 @@ int command_report(const std::vector<std::string>& args) {
                               dir.string() + " first)");
   induct::Store store(dir / "results.sqlite");
   induct::write_reports(store, dir, induct::study_reports(), &std::cout);
+  return 0;
+}
+
+int command_export(const std::vector<std::string>& args) {
+  po::options_description options("export options");
+  options.add_options()("dir", po::value<std::string>(), "study output folder")(
+      "to", po::value<std::string>(), "folder to write (default DIR/export)")(
+      "format", po::value<std::string>()->default_value("csv"), "csv or jsonl")(
+      "help", "help for this command");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("dir")) {
+    std::cout << "usage: induct export DIR [--to PATH] [--format csv|jsonl]\n\nWrites the "
+                 "results in DIR/results.sqlite as tidy tables (docs/store.md, \"Export\").\n\n"
+              << options;
+    return vm.count("help") ? 0 : 2;
+  }
+  const fs::path dir = vm["dir"].as<std::string>();
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "csv" && format != "jsonl")
+    throw induct::ConfigError("--format " + format + ": expected csv or jsonl");
+  if (!fs::exists(dir / "results.sqlite"))
+    throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
+                              dir.string() + " first)");
+  const fs::path to = vm.count("to") ? fs::path(vm["to"].as<std::string>()) : dir / "export";
+  induct::Store store(dir / "results.sqlite");
+  const auto files = induct::export_store(
+      store, to, format == "csv" ? induct::ExportFormat::kCsv : induct::ExportFormat::kJsonLines);
+  if (files.empty()) std::cout << "export: the store holds no results yet\n";
+  for (const auto& f : files)
+    std::cout << f.path.string() << ": " << f.rows << " row(s), each " << f.what << "\n";
   return 0;
 }
 
@@ -404,6 +476,7 @@ int main(int argc, char** argv) {
     }
     if (command == "validate") return command_validate(rest, global);
     if (command == "report") return command_report(rest);
+    if (command == "export") return command_export(rest);
     if (command == "status") return command_status(rest);
     if (command == "plugins") {
       if (!rest.empty() && rest[0] == "--help") {
@@ -413,7 +486,7 @@ int main(int argc, char** argv) {
       return command_plugins(global);
     }
     std::cerr << "induct: unknown command '" << command
-              << "' (commands: run, validate, report, status, plugins)\n";
+              << "' (commands: run, validate, report, export, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";

@@ -205,8 +205,28 @@ constexpr size_t kMaxCells = 5'000;
 
 using yaml::flow;
 
+// "${...}" in a value: induct does not interpolate (a Hydra habit), so such a value would be kept
+// as literal text; refused, naming where it was written.
+void refuse_interpolation(const Options& root, const std::string& file, const YAML::Node& node,
+                          const std::string& path) {
+  if (node.IsMap()) {
+    for (const auto& entry : node)
+      refuse_interpolation(root, file, entry.second,
+                           (path.empty() ? "" : path + ".") + entry.first.Scalar());
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) refuse_interpolation(root, file, node[i], path);
+  } else if (node.IsScalar() && node.Scalar().find("${") != std::string::npos) {
+    const std::string via = yaml::override_for(root, path);
+    throw ConfigError((via.empty() ? yaml::location(file, node) : "--set " + via) + ": " + path +
+                      ": '" + node.Scalar() +
+                      "' holds ${...}, and induct does not interpolate: a value is taken as "
+                      "written (write it out, or vary it with grid:)");
+  }
+}
+
 StudyConfig read(const Options& root, const std::string& file,
                  const std::vector<std::string>& overrides, const StudyKinds& kinds) {
+  refuse_interpolation(root, file, yaml::raw(root), "");
   StudyConfig study;
   study.file = file;
   study.root = root;

@@ -95,6 +95,7 @@ void StatusFile::progressed(size_t id, int64_t step, double val_loss) {
   if (found == running_.end()) return;
   found->second.step = step;
   found->second.val_loss = val_loss;
+  found->second.evaluated = true;
   write(false);
 }
 
@@ -132,7 +133,7 @@ void StatusFile::write(bool now) {
     t["configuration"] = r.configuration;
     t["step"] = r.step;
     t["max_steps"] = r.max_steps;
-    t["val_loss"] = r.val_loss;
+    if (r.evaluated) t["val_loss"] = r.val_loss;  // absent until the first evaluation
     running.push_back(t);
     steps += r.step;
     const double ran = seconds_since(r.since);
@@ -270,8 +271,10 @@ std::string describe_status(const std::filesystem::path& dir) {
   for (const auto& t : running)
     out << "  " << t["cell"].as<std::string>() << " N=" << t["N"].as<uint64_t>() << " "
         << t["configuration"].as<std::string>() << ": step " << t["step"].as<int64_t>() << " of "
-        << t["max_steps"].as<int64_t>() << ", val loss "
-        << format_number(t["val_loss"].as<double>(), 4) << "\n";
+        << t["max_steps"].as<int64_t>()
+        << (t["val_loss"] ? ", val loss " + format_number(t["val_loss"].as<double>(), 4)
+                          : std::string(", no evaluation yet"))
+        << "\n";
   if (running.size() > 0 && !gone)
     out << "the trials running now end within " << format_duration(s["running_left_s"].as<double>())
         << " at most, at their own rates so far (searches then choose their next sizes from "

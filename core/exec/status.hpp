@@ -32,6 +32,7 @@ class StatusFile {
     uint64_t n = 0;
     int64_t step = 0, max_steps = 0;
     double val_loss = 0;
+    bool evaluated = false;  // val_loss is measured (an evaluation has reported)
     std::chrono::steady_clock::time_point since;
   };
   void write(bool now);

@@ -79,6 +79,11 @@ struct ReportContext {
   // The latest outcome of `kind` per cell label, in label order (a rerun with other settings
   // replaces the row).
   std::vector<const StoredOutcome*> latest(const std::string& kind) const;
+  // The note under a kind's table: the settings its numbers come from (max_steps, epsilon,
+  // learning rates, seeds, detector, certify: from each outcome's `settings`), and the stored
+  // outcomes of the same cells under other settings that the table does not show (it shows the
+  // latest of each cell). "" when the outcomes record no settings.
+  std::string settings_note(const std::string& kind) const;
   // DIR/stem.{md,csv}, listed in the index.
   void write_table(const std::string& stem, const std::string& title, const std::string& note,
                    const Table& table);

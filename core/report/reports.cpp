@@ -62,6 +62,69 @@ std::vector<const StoredOutcome*> ReportContext::latest(const std::string& kind)
   return out;
 }
 
+std::string settings_text(const YAML::Node& settings) {
+  if (!settings || !settings["training"]) return "settings not recorded";
+  const YAML::Node training = settings["training"];
+  auto list = [](const YAML::Node& values) {
+    std::string text;
+    for (const auto& v : values) text += (text.empty() ? "" : ", ") + v.as<std::string>();
+    return "[" + text + "]";
+  };
+  std::string text = "max_steps " + training["max_steps"].as<std::string>() + ", epsilon " +
+                     format_number(training["epsilon"].as<double>(), 3) + ", lr " +
+                     list(settings["learning_rates"]) + ", seeds " + list(settings["seeds"]);
+  text += training["stall_window"]
+              ? ", failure detector (window " + training["stall_window"].as<std::string>() + ")"
+              : ", no failure detector";
+  if (settings["search"] && settings["search"]["certify"]) text += ", certified";
+  return text;
+}
+
+std::string ReportContext::settings_note(const std::string& kind) const {
+  const std::vector<const StoredOutcome*> shown = latest(kind);
+  std::map<std::string, size_t> used;  // settings -> cells shown with them
+  std::map<std::string, std::string> shown_settings;  // label -> settings
+  bool recorded = false;
+  for (const StoredOutcome* o : shown) {
+    const std::string text = settings_text(o->value["settings"]);
+    recorded = recorded || o->value["settings"];
+    ++used[text];
+    shown_settings[o->label] = text;
+  }
+  if (!recorded) return "";
+  std::string note = "Settings: ";
+  if (used.size() == 1) {
+    note += used.begin()->first + ".";
+  } else {
+    std::string parts;
+    for (const auto& [text, cells] : used)
+      parts += (parts.empty() ? "" : "; ") + text + " (" + std::to_string(cells) + " cells)";
+    note += parts + ".";
+  }
+  std::vector<std::string> others;
+  std::set<std::pair<std::string, std::string>> listed;
+  for (const StoredOutcome& o : outcomes) {
+    if (o.kind != kind) continue;
+    const std::string text = settings_text(o.value["settings"]);
+    auto found = shown_settings.find(o.label);
+    if (found == shown_settings.end() || found->second == text) continue;
+    if (!listed.insert({o.label, text}).second) continue;
+    std::string line = "- " + o.label + ": ";
+    if (o.value["learned"] && o.value["nstar"])
+      line += "N* " +
+              format_nstar(o.value["learned"].as<bool>(), o.value["nstar"].as<uint64_t>(),
+                           nstar_certified(o.value)) +
+              " with ";
+    others.push_back(line + text);
+  }
+  if (!others.empty()) {
+    note += "\n\nAlso in the store under other settings, not shown (the table shows each cell's "
+            "latest; `induct export` writes every one):\n";
+    for (const auto& line : others) note += "\n" + line;
+  }
+  return note;
+}
+
 void ReportContext::write_table(const std::string& stem, const std::string& title,
                                 const std::string& note, const Table& table) {
   write_file_atomically(
@@ -180,11 +243,6 @@ std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
           measured ? format_number(r.last.final_accuracy, 4) : "-",
           measured ? format_number(r.last.token_accuracy, 4) : "-",
           format_number(r.seconds, 3)};
-}
-
-bool nstar_certified(const YAML::Node& outcome) {
-  if (outcome["certified"]) return outcome["certified"].as<bool>();
-  return outcome["stall_window"].as<int64_t>(0) == 0;
 }
 
 void write_reports(const Store& store, const fs::path& dir, const std::vector<KindReport>& kinds,

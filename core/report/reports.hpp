@@ -25,9 +25,6 @@ namespace induct {
 //   trials.{md,csv}           every training in the store, one row per configuration
 //   report.md                 an index of all of the above
 // Only what the store holds is written; figures need gnuplot (skipped with a note if absent).
-// Whether a stored N* outcome's deciding failure is proven (its `certified`); outcomes stored
-// before certification existed are proven only when they ran without a failure detector.
-bool nstar_certified(const YAML::Node& outcome);
 
 // The columns of one training (N, lr, seed, status, steps, losses, accuracies, seconds): the
 // train study's table and the report's trials table.

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "store/json.hpp"
 #include "util/hash.hpp"
 
 namespace induct {
@@ -50,6 +51,72 @@ CREATE TABLE IF NOT EXISTS outcomes (
   value   TEXT NOT NULL,     -- YAML (docs/store.md)
   created TEXT NOT NULL
 );
+)sql";
+
+// Version 2: the numbers of each row as columns, histories and per-length metrics as tables
+// (docs/store.md). Applied to a fresh store and, in one transaction, to a version-1 store
+// (its columns filled from the rows' YAML).
+const char* kSchemaV2 = R"sql(
+ALTER TABLE trials ADD COLUMN task_options TEXT;   -- JSON: the resolved task section, less its name
+ALTER TABLE trials ADD COLUMN model_options TEXT;  -- JSON: the resolved model section, less its name
+ALTER TABLE trials ADD COLUMN max_steps INTEGER;
+ALTER TABLE trials ADD COLUMN epsilon REAL;
+ALTER TABLE trials ADD COLUMN stopped_by TEXT;     -- the failure detector's rule, NULL when none stopped it
+ALTER TABLE trials ADD COLUMN resumed_at INTEGER;  -- the saved step it went on from, 0: from the start
+ALTER TABLE outcomes ADD COLUMN cell_key TEXT;     -- trials.cell_key of its cell (NULL: several cells)
+ALTER TABLE outcomes ADD COLUMN task TEXT;
+ALTER TABLE outcomes ADD COLUMN task_options TEXT;
+ALTER TABLE outcomes ADD COLUMN model TEXT;
+ALTER TABLE outcomes ADD COLUMN model_options TEXT;
+ALTER TABLE outcomes ADD COLUMN format TEXT;
+ALTER TABLE outcomes ADD COLUMN distribution TEXT;
+ALTER TABLE outcomes ADD COLUMN L INTEGER;
+ALTER TABLE outcomes ADD COLUMN learned INTEGER;   -- nstar: 0 or 1
+ALTER TABLE outcomes ADD COLUMN nstar INTEGER;     -- nstar: NULL when not learned
+ALTER TABLE outcomes ADD COLUMN n_max INTEGER;
+ALTER TABLE outcomes ADD COLUMN certified INTEGER; -- nstar: 1 when every failure it rests on is proven
+ALTER TABLE outcomes ADD COLUMN n INTEGER;         -- lengthgen, probe: the trained model's N, lr, seed
+ALTER TABLE outcomes ADD COLUMN lr REAL;
+ALTER TABLE outcomes ADD COLUMN seed INTEGER;
+ALTER TABLE outcomes ADD COLUMN max_steps INTEGER;
+ALTER TABLE outcomes ADD COLUMN epsilon REAL;
+ALTER TABLE outcomes ADD COLUMN settings TEXT;     -- JSON: the settings it was found with (NULL: not recorded)
+CREATE TABLE IF NOT EXISTS histories (
+  trial      TEXT NOT NULL,  -- trials.key
+  step       INTEGER NOT NULL,
+  train_loss REAL,
+  val_loss   REAL,
+  PRIMARY KEY (trial, step)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS per_length (
+  trial          TEXT NOT NULL,  -- trials.key
+  length         INTEGER NOT NULL,
+  sequences      INTEGER,
+  loss           REAL,
+  token_accuracy REAL,
+  final_accuracy REAL,
+  PRIMARY KEY (trial, length)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kappas (
+  outcome   TEXT NOT NULL,  -- outcomes.key (kind sharing)
+  L         INTEGER NOT NULL,
+  sum_fixed INTEGER,
+  joint     INTEGER,
+  learned   INTEGER,
+  certified INTEGER,
+  kappa     REAL,           -- NULL when a term is not learned
+  PRIMARY KEY (outcome, L)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS curves (
+  outcome             TEXT NOT NULL,  -- outcomes.key (kind lengthgen)
+  length              INTEGER NOT NULL,
+  sequences           INTEGER,
+  final_accuracy      REAL,
+  normalized_accuracy REAL,
+  token_accuracy      REAL,
+  PRIMARY KEY (outcome, length)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS outcomes_by_cell ON outcomes (cell_key);
 )sql";
 
 std::string now_utc() {
@@ -112,6 +179,12 @@ class Statement {
     sqlite3_bind_double(stmt_, i, v);
     return *this;
   }
+  Statement& null(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  // Text, or NULL when empty.
+  Statement& text_or_null(int i, const std::string& v) { return v.empty() ? null(i) : text(i, v); }
   bool step() {
     BusyWait wait(file_);
     for (;;) {
@@ -152,6 +225,129 @@ auto decode_row(const std::filesystem::path& file, const char* table, const std:
   }
 }
 
+// A section's options as JSON, less its name.
+std::string options_json(const YAML::Node& section) {
+  YAML::Node options(YAML::NodeType::Map);
+  for (const auto& entry : section)
+    if (entry.first.Scalar() != "name") options[entry.first] = entry.second;
+  return to_json(options);
+}
+
+// The columns and tables of schema 2 that a trial's YAML fills (put, and the upgrade).
+void write_trial_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
+                         const TrialSpec& spec, const TrialResult& result) {
+  Statement columns(db,
+                    "UPDATE trials SET task_options = ?, model_options = ?, max_steps = ?, "
+                    "epsilon = ?, stopped_by = ?, resumed_at = ? WHERE key = ?",
+                    file);
+  columns.text(1, options_json(spec.cell.task))
+      .text(2, options_json(spec.cell.model))
+      .integer(3, spec.training.max_steps)
+      .real(4, spec.training.epsilon)
+      .text_or_null(5, result.stalled ? result.stopped_by : std::string())
+      .integer(6, result.resumed_at)
+      .text(7, key)
+      .step();
+  for (const char* table : {"histories", "per_length"}) {
+    Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE trial = ?").c_str(), file);
+    clear.text(1, key).step();
+  }
+  for (const EvalPoint& point : result.history) {
+    Statement q(db, "INSERT OR REPLACE INTO histories VALUES (?, ?, ?, ?)", file);
+    q.text(1, key).integer(2, point.step).real(3, point.train_loss).real(4, point.val_loss).step();
+  }
+  if (!result.finished()) return;  // a record's metrics are not measured
+  for (const LengthMetrics& m : result.last.per_length) {
+    Statement q(db, "INSERT OR REPLACE INTO per_length VALUES (?, ?, ?, ?, ?, ?)", file);
+    q.text(1, key)
+        .integer(2, m.length)
+        .integer(3, m.count)
+        .real(4, m.loss)
+        .real(5, m.token_accuracy)
+        .real(6, m.final_accuracy)
+        .step();
+  }
+}
+
+// The columns and tables of schema 2 that an outcome's YAML fills.
+void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
+                           const std::string& kind, const YAML::Node& value) {
+  Statement q(db,
+              "UPDATE outcomes SET cell_key = ?, task = ?, task_options = ?, model = ?, "
+              "model_options = ?, format = ?, distribution = ?, L = ?, learned = ?, nstar = ?, "
+              "n_max = ?, certified = ?, n = ?, lr = ?, seed = ?, max_steps = ?, epsilon = ?, "
+              "settings = ? WHERE key = ?",
+              file);
+  for (int i = 1; i <= 18; ++i) q.null(i);
+  q.text(19, key);
+  YAML::Node task, model;
+  if (value["cell"]) {
+    const Cell cell = Cell::from_yaml(value["cell"]);
+    q.text(1, content_key(dump(cell.to_yaml())));
+    task = cell.task;
+    model = cell.model;
+    q.text(6, cell.format).text(7, cell.distribution).integer(8, cell.L);
+  } else if (value["task"] && value["model"]) {  // sharing: a base cell over lengths
+    task = value["task"];
+    model = value["model"];
+    if (value["format"]) q.text(6, value["format"].as<std::string>());
+  }
+  if (task) q.text(2, task["name"].as<std::string>()).text(3, options_json(task));
+  if (model) q.text(4, model["name"].as<std::string>()).text(5, options_json(model));
+  if (kind == "nstar") {
+    const bool learned = value["learned"].as<bool>();
+    q.integer(9, learned);
+    if (learned) q.integer(10, value["nstar"].as<int64_t>());
+    if (value["n_max"]) q.integer(11, value["n_max"].as<int64_t>());
+    q.integer(12, nstar_certified(value));
+  }
+  if (value["n"]) q.integer(13, value["n"].as<int64_t>());
+  if (value["lr"]) q.real(14, value["lr"].as<double>());
+  if (value["seed"]) q.integer(15, value["seed"].as<int64_t>());
+  if (const YAML::Node settings = value["settings"]) {
+    if (settings["training"]) {
+      q.integer(16, settings["training"]["max_steps"].as<int64_t>());
+      q.real(17, settings["training"]["epsilon"].as<double>());
+    }
+    q.text(18, to_json(settings));
+  }
+  q.step();
+  for (const char* table : {"kappas", "curves"}) {
+    Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE outcome = ?").c_str(), file);
+    clear.text(1, key).step();
+  }
+  if (kind == "sharing")
+    for (const auto& row : value["lengths"]) {
+      Statement k(db, "INSERT OR REPLACE INTO kappas VALUES (?, ?, ?, ?, ?, ?, ?)", file);
+      const bool learned = row["learned"].as<bool>();
+      k.text(1, key)
+          .integer(2, row["L"].as<int64_t>())
+          .integer(3, row["sum_fixed"].as<int64_t>())
+          .integer(4, row["joint"].as<int64_t>())
+          .integer(5, learned)
+          .integer(6, row["certified"].as<bool>(true));
+      if (learned)
+        k.real(7, row["kappa"].as<double>());
+      else
+        k.null(7);
+      k.step();
+    }
+  if (kind == "lengthgen")
+    for (const auto& point : value["curve"]) {
+      Statement c(db, "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?, ?)", file);
+      c.text(1, key)
+          .integer(2, point[0].as<int64_t>())
+          .integer(3, point[1].as<int64_t>())
+          .real(4, point[2].as<double>())
+          .real(5, point[3].as<double>());
+      if (point.size() > 4)
+        c.real(6, point[4].as<double>());
+      else
+        c.null(6);
+      c.step();
+    }
+}
+
 }  // namespace
 
 Store::Store(const std::filesystem::path& file) : file_(file) {
@@ -165,20 +361,60 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
     // WAL: a killed writer never corrupts the database; committed trials survive.
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     exec(kSchema);
-    Statement get(db_, "SELECT value FROM meta WHERE key = 'schema_version'", file_);
-    if (get.step()) {
-      if (get.column_text(0) != std::to_string(kSchemaVersion))
-        throw std::runtime_error("schema version " + get.column_text(0) + ", this induct writes " +
-                                 std::to_string(kSchemaVersion));
-    } else {
-      Statement set(db_, "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", file_);
-      set.text(1, std::to_string(kSchemaVersion)).step();
-    }
+    if (version() != kSchemaVersion) upgrade();
   } catch (const std::exception& e) {
     sqlite3_close(db_);
     db_ = nullptr;
     throw std::runtime_error(file.string() + ": " + e.what());
   }
+}
+
+int Store::version() const {
+  Statement get(db_, "SELECT value FROM meta WHERE key = 'schema_version'", file_);
+  if (!get.step()) return 0;  // a fresh store
+  const std::string text = get.column_text(0);
+  if (text == "1") return 1;
+  if (text == std::to_string(kSchemaVersion)) return kSchemaVersion;
+  throw std::runtime_error("schema version " + text + "; this induct reads versions 1 and " +
+                           std::to_string(kSchemaVersion));
+}
+
+template <class Body>
+void Store::transaction(Body body) const {
+  exec("BEGIN IMMEDIATE");
+  try {
+    body();
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec("COMMIT");
+}
+
+void Store::upgrade() {
+  transaction([&] {
+    const int from = version();  // again, under the write lock: another process may have upgraded
+    if (from == kSchemaVersion) return;
+    exec(kSchemaV2);
+    // A version-1 store's rows: their columns and tables filled from their YAML. A row that
+    // does not decode keeps its YAML and empty columns (reading it names it, as before).
+    for (const StoredTrial& trial : rows(true))
+      write_trial_details(db_, file_, trial.key, trial.spec, trial.result);
+    Statement outcomes(db_, "SELECT key, kind, value FROM outcomes", file_);
+    while (outcomes.step()) {
+      try {
+        write_outcome_details(db_, file_, outcomes.column_text(0), outcomes.column_text(1),
+                              YAML::Load(outcomes.column_text(2)));
+      } catch (const YAML::Exception&) {
+      }
+    }
+    Statement set(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                  file_);
+    set.text(1, std::to_string(kSchemaVersion)).step();
+    if (from == 1)
+      std::cerr << "store " << file_.string() << ": upgraded to schema version "
+                << kSchemaVersion << "\n";
+  });
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -207,6 +443,10 @@ std::optional<TrialResult> Store::find_finished(const std::string& key) const {
 }
 
 void Store::put(const std::string& study, const TrialSpec& spec, const TrialResult& result) {
+  transaction([&] { put_row(study, spec, result); });
+}
+
+void Store::put_row(const std::string& study, const TrialSpec& spec, const TrialResult& result) {
   if (!result.finished() && find_finished(spec.key())) return;
   Statement q(db_, R"sql(
     INSERT OR REPLACE INTO trials (key, cell_key, study, task, model, format, distribution, L,
@@ -235,10 +475,15 @@ void Store::put(const std::string& study, const TrialSpec& spec, const TrialResu
       .text(19, dump(spec.to_yaml()))
       .text(20, dump(result.to_yaml()))
       .text(21, now_utc());
-  q.step();  // one statement: SQLite commits it as one transaction
+  q.step();
+  write_trial_details(db_, file_, spec.key(), spec, result);
 }
 
 void Store::put_outcome(const StoredOutcome& o) {
+  transaction([&] { put_outcome_row(o); });
+}
+
+void Store::put_outcome_row(const StoredOutcome& o) {
   Statement q(db_,
               "INSERT OR REPLACE INTO outcomes (key, study, kind, label, value, created) "
               "VALUES (?, ?, ?, ?, ?, ?)",
@@ -250,6 +495,7 @@ void Store::put_outcome(const StoredOutcome& o) {
       .text(5, dump(o.value))
       .text(6, now_utc());
   q.step();
+  write_outcome_details(db_, file_, o.key, o.kind, o.value);
 }
 
 namespace {
@@ -278,18 +524,90 @@ std::vector<StoredOutcome> Store::outcomes() const {
   return rows;
 }
 
-std::vector<StoredTrial> Store::all() const {
+std::vector<StoredTrial> Store::all() const { return rows(false); }
+
+std::vector<StoredTrial> Store::rows(bool skip_undecodable) const {
   Statement q(db_, "SELECT key, study, spec, result, created FROM trials ORDER BY rowid", file_);
   std::vector<StoredTrial> rows;
   while (q.step()) {
     const std::string key = q.column_text(0);
-    rows.push_back(
-        {key, q.column_text(1),
-         decode_row(file_, "trials", key, "spec", q.column_text(2), TrialSpec::from_yaml),
-         decode_row(file_, "trials", key, "result", q.column_text(3), TrialResult::from_yaml),
-         q.column_text(4)});
+    try {
+      rows.push_back({key, q.column_text(1),
+                      decode_row(file_, "trials", key, "spec", q.column_text(2),
+                                 TrialSpec::from_yaml),
+                      decode_row(file_, "trials", key, "result", q.column_text(3),
+                                 TrialResult::from_yaml),
+                      q.column_text(4)});
+    } catch (const std::runtime_error&) {
+      if (!skip_undecodable) throw;
+    }
   }
   return rows;
+}
+
+void Store::select(const std::string& sql, std::vector<std::string>& columns,
+                   const std::function<void(const std::vector<Value>& row)>& row) const {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK || !stmt) {
+    const std::string message = sqlite3_errmsg(db_);
+    sqlite3_finalize(stmt);
+    throw std::runtime_error("store " + file_.string() + ": " + message);
+  }
+  if (!sqlite3_stmt_readonly(stmt)) {
+    sqlite3_finalize(stmt);
+    throw std::logic_error("Store::select: not a read-only query");
+  }
+  const int n = sqlite3_column_count(stmt);
+  columns.clear();
+  for (int i = 0; i < n; ++i) columns.push_back(sqlite3_column_name(stmt, i));
+  std::vector<Value> values(static_cast<size_t>(n));
+  BusyWait wait(file_);
+  bool started = false;
+  for (;;) {
+    const int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_DONE) break;
+    if (rc == SQLITE_BUSY && !started) {
+      sqlite3_reset(stmt);
+      wait.once_more();
+      continue;
+    }
+    if (rc != SQLITE_ROW) {
+      const std::string message = sqlite3_errmsg(db_);
+      sqlite3_finalize(stmt);
+      throw std::runtime_error("store " + file_.string() + ": " + message);
+    }
+    started = true;
+    for (int i = 0; i < n; ++i) {
+      Value& v = values[static_cast<size_t>(i)];
+      switch (sqlite3_column_type(stmt, i)) {
+        case SQLITE_INTEGER:
+          v = {Value::Type::kInteger, sqlite3_column_int64(stmt, i), 0, {}};
+          break;
+        case SQLITE_FLOAT:
+          v = {Value::Type::kReal, 0, sqlite3_column_double(stmt, i), {}};
+          break;
+        case SQLITE_NULL:
+          v = {};
+          break;
+        default: {
+          const auto* text = sqlite3_column_text(stmt, i);
+          v = {Value::Type::kText, 0, 0, text ? reinterpret_cast<const char*>(text) : ""};
+        }
+      }
+    }
+    try {
+      row(values);
+    } catch (...) {
+      sqlite3_finalize(stmt);
+      throw;
+    }
+  }
+  sqlite3_finalize(stmt);
+}
+
+bool nstar_certified(const YAML::Node& outcome) {
+  if (outcome["certified"]) return outcome["certified"].as<bool>();
+  return outcome["stall_window"].as<int64_t>(0) == 0;
 }
 
 }  // namespace induct

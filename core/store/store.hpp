@@ -3,7 +3,9 @@
 // trials in flight; a study rerun skips the trials already stored.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,11 +35,16 @@ struct StoredOutcome {
   std::string created;
 };
 
+// Whether a stored N* outcome's deciding failure is proven (its `certified`); outcomes stored
+// before certification existed are proven only when they ran without a failure detector.
+bool nstar_certified(const YAML::Node& outcome);
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
-  // Opens or creates the database; refuses one with another schema version.
+  // Opens or creates the database. A version-1 store is upgraded in place, in one transaction
+  // (its rows' columns and tables filled from their YAML); a newer version is refused.
   explicit Store(const std::filesystem::path& file);
   ~Store();
   Store(const Store&) = delete;
@@ -56,8 +63,27 @@ class Store {
   std::vector<StoredOutcome> outcomes() const;
   const std::filesystem::path& file() const { return file_; }
 
+  // A read-only SQL query over the store (`induct export`): `row` gets each row's values, typed
+  // as SQLite gives them; `columns` the result's column names.
+  struct Value {
+    enum class Type { kNull, kInteger, kReal, kText } type = Type::kNull;
+    int64_t integer = 0;
+    double real = 0;
+    std::string text;
+  };
+  void select(const std::string& sql, std::vector<std::string>& columns,
+              const std::function<void(const std::vector<Value>& row)>& row) const;
+
  private:
   void exec(const std::string& sql) const;
+  int version() const;  // 0: fresh
+  void upgrade();
+  // Runs `body` as one transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK when it throws).
+  template <class Body>
+  void transaction(Body body) const;
+  void put_row(const std::string& study, const TrialSpec& spec, const TrialResult& result);
+  void put_outcome_row(const StoredOutcome& outcome);
+  std::vector<StoredTrial> rows(bool skip_undecodable) const;
   std::filesystem::path file_;
   sqlite3* db_ = nullptr;
 };

@@ -25,21 +25,27 @@
 
 namespace induct {
 
+YAML::Node nstar_settings(const StudyConfig& config, const SearchSettings& search) {
+  YAML::Node settings;
+  settings["training"] = to_yaml(config.training);
+  for (double lr : config.learning_rates) settings["learning_rates"].push_back(yaml::exact(lr));
+  for (uint64_t seed : config.seeds) settings["seeds"].push_back(seed);
+  settings["search"]["factor"] = yaml::exact(search.factor);
+  settings["search"]["max_steps"] = search.max_steps;
+  settings["search"]["tolerance"] = yaml::exact(search.tolerance);
+  // Not part of N*, but of the recorded cost: a search without cancellation is its own record.
+  if (!search.cancel_on_success) settings["search"]["cancel_on_success"] = false;
+  // Certification can lower N*: a certified search is a search of its own.
+  if (search.certify) settings["search"]["certify"] = true;
+  return settings;
+}
+
 std::string nstar_key(const StudyConfig& config, const SearchSettings& search,
                       const PreparedCell& cell) {
   YAML::Node identity;
   identity["kind"] = "nstar";
   identity["cell"] = cell.key();
-  identity["training"] = to_yaml(config.training);
-  for (double lr : config.learning_rates) identity["learning_rates"].push_back(yaml::exact(lr));
-  for (uint64_t seed : config.seeds) identity["seeds"].push_back(seed);
-  identity["search"]["factor"] = yaml::exact(search.factor);
-  identity["search"]["max_steps"] = search.max_steps;
-  identity["search"]["tolerance"] = yaml::exact(search.tolerance);
-  // Not part of N*, but of the recorded cost: a search without cancellation is its own record.
-  if (!search.cancel_on_success) identity["search"]["cancel_on_success"] = false;
-  // Certification can lower N*: a certified search is a search of its own.
-  if (search.certify) identity["search"]["certify"] = true;
+  for (const auto& entry : nstar_settings(config, search)) identity[entry.first] = entry.second;
   return content_key(yaml::flow(identity));
 }
 
@@ -132,6 +138,10 @@ class Searches final : public TrialSource {
         s->record.certification_steps =
             stored->value["certification"] ? stored->value["certification"].size() : 0;
         s->over = true;
+        if (!stored->value["settings"]) {  // stored before outcomes recorded their settings
+          stored->value["settings"] = nstar_settings(config_, search_);
+          run_.store.put_outcome(*stored);
+        }
       } else if (cells[i].plan.n_max > 0) {
         s->machine = std::make_unique<NstarSearch>(cells[i].plan.n_max, search_);
       } else {
@@ -388,6 +398,7 @@ class Searches final : public TrialSource {
       value["failure_detector"] = describe_detector(config_.training);
       value["certify"] = search_.certify;
       value["certified"] = s.record.certified;
+      value["settings"] = nstar_settings(config_, search_);
       // [N, succeeded] per tested size, in flow style.
       auto sizes = [](const std::vector<SearchStep>& steps) {
         YAML::Node list(YAML::NodeType::Sequence);

@@ -150,6 +150,9 @@ std::string describe(const SearchRecord& record);
 // Everything that decides a cell's N*: the cell, the grid, training and search settings.
 std::string nstar_key(const StudyConfig& config, const SearchSettings& search,
                       const PreparedCell& cell);
+// The settings an N* is found with (training, learning rates, seeds, search): part of its key,
+// and stored with it (`settings`, the store's outcome columns max_steps, epsilon, settings).
+YAML::Node nstar_settings(const StudyConfig& config, const SearchSettings& search);
 
 // The N* searches of every cell (docs/method.md section 5), side by side on the runner's workers,
 // reusing stored trials and stored searches; each finished search is stored and logged.

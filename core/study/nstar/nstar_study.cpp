@@ -93,7 +93,7 @@ void NstarStudy::report(ReportContext& report) const {
   }
   if (!nstar.cells.empty())
     report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
-                       kNstarLegend, nstar.table());
+                       kNstarLegend + ".\n\n" + report.settings_note("nstar"), nstar.table());
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).

@@ -94,6 +94,7 @@ int SharingStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) con
     value["task"] = first.task;
     value["model"] = first.model;
     value["format"] = first.format;
+    value["settings"] = nstar_settings(config, search_);
     value["lengths"] = YAML::Node(YAML::NodeType::Sequence);
     size_t joint_index = static_cast<size_t>(max_L - 1);
     bool complete = true;
@@ -197,7 +198,7 @@ void SharingStudy::report(ReportContext& report) const {
         "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
         "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "
         "< 1: interference. " +
-            kNotLearned + ": some N* not learned.",
+            kNotLearned + ": some N* not learned.\n\n" + report.settings_note("sharing"),
         kappa.table());
 }
 
