@@ -69,6 +69,7 @@ std::string safe(std::string s);
 struct ReportContext {
   std::filesystem::path dir;
   std::vector<StoredOutcome> outcomes;  // every outcome, in the order stored
+  std::vector<StoredTrial> trials;      // every trial, in the order stored
   // The row of a cell's task, model and format (model labels name only the options that tell
   // models apart within a column).
   std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)>

@@ -108,14 +108,13 @@ std::string ReportContext::settings_note(const std::string& kind) const {
     const std::string text = settings_text(o.value["settings"]);
     auto found = shown_settings.find(o.label);
     if (found == shown_settings.end() || found->second == text) continue;
-    if (!listed.insert({o.label, text}).second) continue;
     std::string line = "- " + o.label + ": ";
     if (o.value["learned"] && o.value["nstar"])
       line += "N* " +
               format_nstar(o.value["learned"].as<bool>(), o.value["nstar"].as<uint64_t>(),
                            nstar_certified(o.value)) +
               " with ";
-    others.push_back(line + text);
+    if (listed.insert({o.label, line + text}).second) others.push_back(line + text);
   }
   if (!others.empty()) {
     note += "\n\nAlso in the store under other settings, not shown (the table shows each cell's "
@@ -250,6 +249,7 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
   ReportContext report;
   report.dir = dir;
   report.outcomes = store.outcomes();
+  report.trials = store.all();
   ModelLabels model_labels;
   for (const KindReport& kind : kinds)
     for (const StoredOutcome* o : report.latest(kind.kind)) {
@@ -274,7 +274,7 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
   Table trials;
   trials.header = trial_columns();
   trials.header.insert(trials.header.begin(), {"study", "cell"});
-  for (const auto& stored : store.all()) {
+  for (const auto& stored : report.trials) {
     auto row = trial_row(stored.spec, stored.result);
     row.insert(row.begin(), {stored.study, cell_label(stored.spec.cell)});
     trials.rows.push_back(row);

@@ -63,6 +63,7 @@ ALTER TABLE trials ADD COLUMN max_steps INTEGER;
 ALTER TABLE trials ADD COLUMN epsilon REAL;
 ALTER TABLE trials ADD COLUMN stopped_by TEXT;     -- the failure detector's rule, NULL when none stopped it
 ALTER TABLE trials ADD COLUMN resumed_at INTEGER;  -- the saved step it went on from, 0: from the start
+ALTER TABLE trials ADD COLUMN chance_loss REAL;    -- the detector's plateau level (NULL: no detector)
 ALTER TABLE outcomes ADD COLUMN cell_key TEXT;     -- trials.cell_key of its cell (NULL: several cells)
 ALTER TABLE outcomes ADD COLUMN task TEXT;
 ALTER TABLE outcomes ADD COLUMN task_options TEXT;
@@ -238,16 +239,19 @@ void write_trial_details(sqlite3* db, const std::filesystem::path& file, const s
                          const TrialSpec& spec, const TrialResult& result) {
   Statement columns(db,
                     "UPDATE trials SET task_options = ?, model_options = ?, max_steps = ?, "
-                    "epsilon = ?, stopped_by = ?, resumed_at = ? WHERE key = ?",
+                    "epsilon = ?, stopped_by = ?, resumed_at = ?, chance_loss = ? WHERE key = ?",
                     file);
   columns.text(1, options_json(spec.cell.task))
       .text(2, options_json(spec.cell.model))
       .integer(3, spec.training.max_steps)
       .real(4, spec.training.epsilon)
       .text_or_null(5, result.stalled ? result.stopped_by : std::string())
-      .integer(6, result.resumed_at)
-      .text(7, key)
-      .step();
+      .integer(6, result.resumed_at);
+  if (result.finished() && result.chance_loss > 0)  // measured only with the failure detector on
+    columns.real(7, result.chance_loss);
+  else
+    columns.null(7);
+  columns.text(8, key).step();
   for (const char* table : {"histories", "per_length"}) {
     Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE trial = ?").c_str(), file);
     clear.text(1, key).step();
@@ -283,7 +287,7 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
   YAML::Node task, model;
   if (value["cell"]) {
     const Cell cell = Cell::from_yaml(value["cell"]);
-    q.text(1, content_key(dump(cell.to_yaml())));
+    q.text(1, cell_key(cell));
     task = cell.task;
     model = cell.model;
     q.text(6, cell.format).text(7, cell.distribution).integer(8, cell.L);
@@ -320,12 +324,17 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
     for (const auto& row : value["lengths"]) {
       Statement k(db, "INSERT OR REPLACE INTO kappas VALUES (?, ?, ?, ?, ?, ?, ?)", file);
       const bool learned = row["learned"].as<bool>();
-      k.text(1, key)
-          .integer(2, row["L"].as<int64_t>())
-          .integer(3, row["sum_fixed"].as<int64_t>())
-          .integer(4, row["joint"].as<int64_t>())
-          .integer(5, learned)
-          .integer(6, row["certified"].as<bool>(true));
+      // An N* of 0 is "not learned": NULL, as the outcomes' nstar.
+      auto count_or_null = [&k](int i, int64_t n) {
+        if (n > 0)
+          k.integer(i, n);
+        else
+          k.null(i);
+      };
+      k.text(1, key).integer(2, row["L"].as<int64_t>());
+      count_or_null(3, row["sum_fixed"].as<int64_t>());
+      count_or_null(4, row["joint"].as<int64_t>());
+      k.integer(5, learned).integer(6, row["certified"].as<bool>(true));
       if (learned)
         k.real(7, row["kappa"].as<double>());
       else
@@ -455,7 +464,7 @@ void Store::put_row(const std::string& study, const TrialSpec& spec, const Trial
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?))sql",
               file_);
   q.text(1, spec.key())
-      .text(2, content_key(dump(spec.cell.to_yaml())))
+      .text(2, cell_key(spec.cell))
       .text(3, study)
       .text(4, spec.cell.task_name())
       .text(5, spec.cell.model_name())
@@ -604,6 +613,8 @@ void Store::select(const std::string& sql, std::vector<std::string>& columns,
   }
   sqlite3_finalize(stmt);
 }
+
+std::string cell_key(const Cell& cell) { return content_key(dump(cell.to_yaml())); }
 
 bool nstar_certified(const YAML::Node& outcome) {
   if (outcome["certified"]) return outcome["certified"].as<bool>();

@@ -35,6 +35,9 @@ struct StoredOutcome {
   std::string created;
 };
 
+// The key of a resolved cell (trials.cell_key, outcomes.cell_key).
+std::string cell_key(const Cell& cell);
+
 // Whether a stored N* outcome's deciding failure is proven (its `certified`); outcomes stored
 // before certification existed are proven only when they ran without a failure detector.
 bool nstar_certified(const YAML::Node& outcome);

@@ -390,6 +390,7 @@ class Searches final : public TrialSource {
       value["learned"] = s.record.learned;
       value["nstar"] = s.record.nstar;
       value["n_max"] = s.record.n_max;
+      value["states"] = s.cell->num_states;
       value["largest_failure"] = outcome.largest_failure;
       value["optimisation_steps"] = s.record.optimisation_steps;
       // The settings that change the cost but not N*, for the search-cost table.

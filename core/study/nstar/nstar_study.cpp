@@ -4,6 +4,7 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
+#include "report/not_learned.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "study/search.hpp"
@@ -36,25 +37,45 @@ int NstarStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
   Table table, cost;
   table.header = {"cell", "N_max", "N*", "search steps"};
   cost.header = {"cell", "search steps", "trials trained now", "optimisation steps (all trials)"};
-  size_t incomplete = 0, uncertified = 0;
+  size_t incomplete = 0, uncertified = 0, budget = 0, reasons = 0;
   const std::vector<SearchRecord> searches = run_searches(run, cells, search_);
+  const std::vector<StoredTrial> trials = run.store.all();
   for (size_t c = 0; c < cells.size(); ++c) {
     const SearchRecord& s = searches[c];
     incomplete += !s.complete;
     uncertified += s.complete && !s.certified;
-    table.rows.push_back({cells[c].label, format_count(s.n_max),
-                          !s.complete ? "?" : format_nstar(s.learned, s.nstar, s.certified),
-                          std::to_string(s.steps)});
+    std::string shown = !s.complete ? "?" : format_nstar(s.learned, s.nstar, s.certified);
+    if (s.complete && !s.learned && s.certified)
+      if (const auto outcome = run.store.find_outcome(nstar_key(config, search_, cells[c]))) {
+        const NotLearned why = not_learned_reason(outcome->value, trials).why;
+        budget += why == NotLearned::kBudget;
+        if (!not_learned_mark(why).empty()) {
+          shown += " (" + not_learned_mark(why) + ")";
+          ++reasons;
+        }
+      }
+    table.rows.push_back(
+        {cells[c].label, format_count(s.n_max), shown, std::to_string(s.steps)});
     cost.rows.push_back({cells[c].label, std::to_string(s.steps), std::to_string(s.trained),
                          std::to_string(s.optimisation_steps)});
   }
-  const std::string legend = uncertified ? "\n" + kNstarLegend + ".\n" : "";
+  const std::string legend = (uncertified ? "\n" + kNstarLegend + ".\n" : "") +
+                             (reasons ? "\n" + kNotLearnedLegend + ".\n" : "");
   run.out << "\n" << table.text() << legend;
   write_file_atomically((run.out_dir / (config.name + "_cost.md")).string(),
                         "# " + config.name + ": search cost\n\n" + cost.markdown());
   write_file_atomically((run.out_dir / (config.name + ".md")).string(),
                         "# " + config.name + ": N* per cell\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
+  if (budget > 0)
+    run.out << budget << " cell(s) not learned for want of steps, not of data (" + kNotLearned +
+                             " (budget)): raise training.max_steps (now "
+            << config.training.max_steps << ") and run again"
+            << (config.run.keep_states == "failed"
+                    ? " (the failed trainings go on from their saved states)"
+                    : " (with run.keep_states: failed, a failed training leaves its state and "
+                      "a longer run goes on from it)")
+            << "\n";
   return incomplete > 0 ? 1 : 0;
 }
 
@@ -68,6 +89,7 @@ void NstarStudy::report(ReportContext& report) const {
     std::map<int, double> ceiling;  // L -> N_max
   };
   std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
+  bool reasons = false;  // some not-learned cell says why
   for (const StoredOutcome* o : report.latest("nstar")) {
     const YAML::Node cell = o->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
@@ -75,8 +97,15 @@ void NstarStudy::report(ReportContext& report) const {
     const int L = cell["L"].as<int>();
     const bool learned = o->value["learned"].as<bool>();
     const auto n = o->value["nstar"].as<uint64_t>();
-    nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
-        format_nstar(learned, n, nstar_certified(o->value));
+    std::string shown = format_nstar(learned, n, nstar_certified(o->value));
+    if (!learned && nstar_certified(o->value)) {
+      const std::string mark = not_learned_mark(not_learned_reason(o->value, report.trials).why);
+      if (!mark.empty()) {
+        shown += " (" + mark + ")";
+        reasons = true;
+      }
+    }
+    nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] = shown;
     NstarPlot& plot =
         nstar_plots[{row.task_rank, row.format_rank, rank_of(kDistributionOrder, distribution),
                      row.task, row.format, distribution}];
@@ -93,7 +122,9 @@ void NstarStudy::report(ReportContext& report) const {
   }
   if (!nstar.cells.empty())
     report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
-                       kNstarLegend + ".\n\n" + report.settings_note("nstar"), nstar.table());
+                       kNstarLegend + ".\n\n" + (reasons ? kNotLearnedLegend + ".\n\n" : "") +
+                           report.settings_note("nstar"),
+                       nstar.table());
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).
