@@ -339,7 +339,10 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     progress.log("induct: " + std::string(e.what()) + " after " +
                  induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
                  std::to_string(finished) + " finished trial(s) stored in " +
-                 store.file().string() + ", their report in " + (out_dir / "report.md").string() +
+                 store.file().string() +
+                 (fs::exists(out_dir / "report.md")
+                      ? ", their report in " + (out_dir / "report.md").string()
+                      : std::string()) +
                  "; the same command resumes without retraining them" +
                  (config.run.state_every > 0
                       ? ", and trainings that were in flight go on from their last saved state"

@@ -254,6 +254,9 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
                  std::string::npos,
              last);
   BOOST_TEST(!std::ifstream(dir + "/tiny_nstar.md").good());  // it did not finish
+  // ... but the report of what it stored is written, and the last line says where.
+  BOOST_TEST(last.find("their report in " + dir + "/report.md") != std::string::npos, last);
+  BOOST_TEST(read(dir + "/trials.md").find("Every training in the store") != std::string::npos);
   CommandResult stopped = run_command(kInduct + " status " + dir);
   BOOST_TEST(stopped.exit_code == 0, stopped.output);
   BOOST_TEST(stopped.output.find("state: stopped by SIGTERM") != std::string::npos, stopped.output);
@@ -265,6 +268,15 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   CommandResult finished = run_command(kInduct + " status " + dir);
   BOOST_TEST(finished.output.find("state: finished") != std::string::npos, finished.output);
   BOOST_TEST(finished.output.find("outcomes stored: 1\n") != std::string::npos, finished.output);
+  // Each run into the folder is in its run log: the command line, overrides, resolved study.
+  const std::vector<YAML::Node> runs = YAML::LoadAll(read(dir + "/runs.yaml"));
+  BOOST_REQUIRE(runs.size() == 2u);
+  for (const YAML::Node& r : runs) {
+    BOOST_TEST(r["command"].as<std::string>() == "induct run " + study + " --out " + dir);
+    BOOST_TEST(r["overrides"].size() == 0u);
+    BOOST_TEST(r["config"]["study"].as<std::string>() == "nstar");
+    BOOST_TEST(!r["started"].as<std::string>().empty());
+  }
   induct::Store store(dir + "/results.sqlite");
   size_t unchanged = 0;
   for (const auto& t : store.all()) {

@@ -339,3 +339,19 @@ BOOST_AUTO_TEST_CASE(a_folder_is_not_a_study_file) {
                std::string(INDUCT_SOURCE_DIR) + ": a folder, not a study file");
   }
 }
+
+// Hydra's ${...} is not interpolated: such a value would be kept as literal text, so it is
+// refused where it was written (the file's line, or the --set).
+BOOST_AUTO_TEST_CASE(interpolation_is_refused_where_it_was_written) {
+  const std::string in_file = error_of("name: ${data.format}_run\n" + std::string(kStudy));
+  BOOST_TEST(in_file.find("study.yaml:1:7: name: '${data.format}_run' holds ${...}, and induct "
+                          "does not interpolate") != std::string::npos,
+             in_file);
+  const std::string in_set = error_of(kStudy, {"model.name=${x}"});
+  BOOST_TEST(in_set.find("--set model.name=${x}: model.name: '${x}' holds ${...}") !=
+                 std::string::npos,
+             in_set);
+  const std::string in_list = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, \"${s}\"]"));
+  BOOST_TEST(in_list.find("training.seeds: '${s}'") != std::string::npos, in_list);
+  BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 6  # ${not a value}")) == "");  // comments are not values
+}

@@ -763,3 +763,32 @@ training: {learning_rates: [1.0e-4], seeds: [10], max_steps: 400, eval_every: 50
   for (size_t i = 0; i < whole.history.size(); ++i)
     BOOST_TEST(extended.history[i].val_loss == whole.history[i].val_loss);
 }
+
+// One cell searched under two step budgets into one store: the N* table shows the latest and
+// names its settings, and the other budget's N* is listed beside it, not dropped.
+BOOST_AUTO_TEST_CASE(a_table_names_its_settings_and_the_results_under_others) {
+  const std::string text = R"(study: nstar
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8}
+data: {format: acot, distribution: fixed, L: 4}
+training: {learning_rates: [1e-3], seeds: [10, 20], max_steps: 800}
+)";
+  Run run(text, "two_budgets");
+  FakeRunner runner([](const Cell&) { return uint64_t{5}; });
+  BOOST_TEST(run.go(runner) == 0);
+  run.config = load_study_text(text, "study.yaml", {"training.max_steps=1500"});
+  run.cells = prepare_study(run.config, test::plugins());
+  FakeRunner later([](const Cell&) { return uint64_t{3}; });
+  BOOST_TEST(run.go(later) == 0);
+  size_t nstar = 0;
+  for (const auto& o : run.store->outcomes()) nstar += o.kind == "nstar";
+  BOOST_TEST(nstar == 2u);
+  const std::string table = test::read(run.dir + "/nstar_table.md");
+  BOOST_TEST(table.find("Settings: max_steps 1500, epsilon 0.0001, lr [0.001], seeds [10, 20], "
+                        "no failure detector.") != std::string::npos,
+             table);
+  BOOST_TEST(table.find("- modular(m=2) lstm(hidden=8) acot fixed L=4: N* 5 with max_steps 800,") !=
+                 std::string::npos,
+             table);
+  BOOST_TEST(table.find("| 3 ") != std::string::npos, table);  // the latest N*
+}
