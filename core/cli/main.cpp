@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "config/study_config.hpp"
@@ -19,6 +20,7 @@
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "report/nstar_marks.hpp"
+#include "report/reference.hpp"
 #include "report/reports.hpp"
 #include "store/export.hpp"
 #include "study/progress.hpp"
@@ -46,7 +48,9 @@ commands:
   validate STUDY.yaml [--set key.path=value]... [--time]
                       check a study and print the cells it would run; --time measures each
                       cell's training steps per second and projects the cost of its failures
-  report DIR          write the paper's tables and figures from DIR/results.sqlite
+  report DIR [--reference FILE [--factor F]]
+                      write the paper's tables and figures from DIR/results.sqlite, with
+                      published values beside ours
   export DIR [--to PATH] [--format csv|jsonl]
                       the store as tidy tables (one row per observation, numbers as numbers)
                       in DIR/export/ or PATH: trials, histories, per_length, nstar, kappa,
@@ -259,7 +263,8 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
 // DIR/runs.yaml: one YAML document per `induct run` into DIR, appended (config.yaml is the
 // latest resolved study; this is every run's command line, overrides and resolved study).
 void append_run_log(const fs::path& out_dir, const std::vector<std::string>& args,
-                    const Global& global, const po::variables_map& vm, const std::string& resolved) {
+                    const Global& global, const po::variables_map& vm,
+                    const std::string& resolved) {
   YAML::Node entry;
   std::time_t now = std::time(nullptr);
   char started[32];
@@ -274,7 +279,8 @@ void append_run_log(const fs::path& out_dir, const std::vector<std::string>& arg
   entry["study"] = vm["study"].as<std::string>();
   entry["overrides"] = YAML::Node(YAML::NodeType::Sequence);
   if (vm.count("set"))
-    for (const auto& set : vm["set"].as<std::vector<std::string>>()) entry["overrides"].push_back(set);
+    for (const auto& set : vm["set"].as<std::vector<std::string>>())
+      entry["overrides"].push_back(set);
   entry["config"] = YAML::Load(resolved);
   YAML::Emitter out;
   out << YAML::BeginDoc << entry;
@@ -282,7 +288,8 @@ void append_run_log(const fs::path& out_dir, const std::vector<std::string>& arg
   std::ofstream log(out_dir / "runs.yaml", std::ios::app | std::ios::binary);
   log << text;
   log.flush();
-  if (!log) throw std::runtime_error((out_dir / "runs.yaml").string() + ": cannot append the run log");
+  if (!log)
+    throw std::runtime_error((out_dir / "runs.yaml").string() + ": cannot append the run log");
 }
 
 int command_run(const std::vector<std::string>& args, const Global& global) {
@@ -291,6 +298,10 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   auto [config, registry, cells] = load_and_prepare(args, "run", global, vm);
   if (vm.count("time")) throw po::error("--time is an option of validate, not of run");
 
+  // Published values are read before anything trains: a bad file is an error now, not at the end.
+  std::optional<induct::Reference> reference;
+  if (!config.report.reference.empty())
+    reference = induct::read_reference(config.report.reference, config.report.factor);
   const fs::path out_dir =
       vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
@@ -325,7 +336,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   } catch (const induct::Interrupted& e) {
     // The report of what the store holds, then the closing line.
     try {
-      induct::write_reports(store, out_dir, induct::study_reports(), &std::cout);
+      induct::write_reports(store, out_dir, induct::study_reports(), &std::cout,
+                            reference ? &*reference : nullptr);
     } catch (const std::exception& report_error) {
       progress.log("induct: the report of the stored results failed: " +
                    std::string(report_error.what()));
@@ -336,21 +348,21 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
         e.at_once() ? "stopped at once by a second signal, trials in flight not recorded"
                     : "no new trials started, " + std::to_string(e.cancelled()) +
                           " in flight cancelled and recorded as cancelled";
-    progress.log("induct: " + std::string(e.what()) + " after " +
-                 induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
-                 std::to_string(finished) + " finished trial(s) stored in " +
-                 store.file().string() +
-                 (fs::exists(out_dir / "report.md")
-                      ? ", their report in " + (out_dir / "report.md").string()
-                      : std::string()) +
-                 "; the same command resumes without retraining them" +
-                 (config.run.state_every > 0
-                      ? ", and trainings that were in flight go on from their last saved state"
-                      : std::string()));
+    progress.log(
+        "induct: " + std::string(e.what()) + " after " +
+        induct::format_duration(progress.elapsed()) + ": " + in_flight + "; " +
+        std::to_string(finished) + " finished trial(s) stored in " + store.file().string() +
+        (fs::exists(out_dir / "report.md") ? ", their report in " + (out_dir / "report.md").string()
+                                           : std::string()) +
+        "; the same command resumes without retraining them" +
+        (config.run.state_every > 0
+             ? ", and trainings that were in flight go on from their last saved state"
+             : std::string()));
     status.set_state(e.what());
     return 128 + e.signal();
   }
-  induct::write_reports(store, out_dir, induct::study_reports(), &std::cout);
+  induct::write_reports(store, out_dir, induct::study_reports(), &std::cout,
+                        reference ? &*reference : nullptr);
   status.set_state("finished");
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";
@@ -370,17 +382,36 @@ int command_status(const std::vector<std::string>& args) {
 }
 
 int command_report(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help") {
-    std::cout << "usage: induct report DIR\n\nWrites the paper's tables and figures from "
-                 "DIR/results.sqlite into DIR (report.md lists them).\n";
-    return args.empty() ? 2 : 0;
+  po::options_description options("report options");
+  options.add_options()("dir", po::value<std::string>(), "study output folder")(
+      "reference", po::value<std::string>(),
+      "a CSV of published values to set beside ours (docs/store.md, \"Published values\")")(
+      "factor", po::value<double>()->default_value(2),
+      "mark a value off by more than this factor from the published one")("help",
+                                                                          "help for this command");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+  po::notify(vm);
+  if (vm.count("help") || !vm.count("dir")) {
+    std::cout << "usage: induct report DIR [--reference FILE [--factor F]]\n\nWrites the paper's "
+                 "tables and figures from DIR/results.sqlite into DIR (report.md lists them).\n\n"
+              << options;
+    return vm.count("help") ? 0 : 2;
   }
-  const fs::path dir = args[0];
+  const fs::path dir = vm["dir"].as<std::string>();
   if (!fs::exists(dir / "results.sqlite"))
     throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
                               dir.string() + " first)");
+  const double factor = vm["factor"].as<double>();
+  if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
+  std::optional<induct::Reference> reference;
+  if (vm.count("reference"))
+    reference = induct::read_reference(vm["reference"].as<std::string>(), factor);
   induct::Store store(dir / "results.sqlite");
-  induct::write_reports(store, dir, induct::study_reports(), &std::cout);
+  induct::write_reports(store, dir, induct::study_reports(), &std::cout,
+                        reference ? &*reference : nullptr);
   return 0;
 }
 

@@ -131,9 +131,13 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
 
 RunSettings read_run(const Options& run) {
   RunSettings r;
-  r.workers = static_cast<int>(at_least(run, "workers", r.workers, 0));
-  r.threads = static_cast<int>(at_least(run, "threads", r.threads, 1));
-  r.blas_threads = static_cast<int>(at_least(run, "blas_threads", r.blas_threads, 0));
+  // Far past any machine, and small enough that OpenMP and the pool never see a count that
+  // hangs them or wraps in an int.
+  constexpr long kMaxThreads = 1024;
+  r.workers = static_cast<int>(get_in_range(run, "workers", r.workers, 0, kMaxThreads));
+  r.threads = static_cast<int>(get_in_range(run, "threads", r.threads, 1, kMaxThreads));
+  r.blas_threads =
+      static_cast<int>(get_in_range(run, "blas_threads", r.blas_threads, 0, kMaxThreads));
   r.device = run.get<std::string>("device", r.device);
   const bool cuda_index = r.device.rfind("cuda:", 0) == 0 && r.device.size() > 5 &&
                           r.device.size() < 9 &&
@@ -236,6 +240,21 @@ StudyConfig read(const Options& root, const std::string& file,
     root.fail("name", "must be a non-empty name without '/'");
   study.training = read_training(root.section("training"), study.learning_rates, study.seeds);
   study.run = read_run(root.section("run"));
+  if (root.has("report")) {
+    const Options report = root.section("report");
+    study.report.factor = report.get<double>("factor", study.report.factor);
+    if (!(study.report.factor > 1)) report.fail("factor", "must be above 1");
+    const auto reference = report.get<std::string>("reference", "");
+    if (!reference.empty()) {
+      // Relative to the study file's folder, as written there.
+      const std::filesystem::path path(reference);
+      study.report.reference =
+          path.is_absolute() || file.empty()
+              ? reference
+              : (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
+    }
+    report.reject_unknown_keys("report");
+  }
   study.study = kinds.make(study.kind, root);
   // Cells: the sections are read per grid point, from the document with that point applied.
   for (const char* section : {"task", "model", "data"}) root.claim(section);

@@ -64,6 +64,12 @@ struct StudyConfig {
   std::vector<uint64_t> seeds;
   TrainSettings training;
   RunSettings run;
+  // `report:`: published values to compare with (a CSV, docs/store.md "Published values"; a
+  // relative path is taken from the study file's folder) and the factor that marks a difference.
+  struct ReportSettings {
+    std::string reference;
+    double factor = 2;
+  } report;
 };
 
 // The longest sequence a study may train or evaluate on: far past the paper (L <= 40), and

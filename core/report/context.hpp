@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "report/nstar_marks.hpp"
+#include "report/reference.hpp"
 #include "store/store.hpp"
 #include "util/table.hpp"
 
@@ -63,6 +65,13 @@ struct Figure {
   std::vector<Series> series;
 };
 
+struct ReportContext;
+// The legend of compared() marks, with the reference file and factor ("" without a reference).
+std::string reference_legend(const ReportContext& report);
+
+// A task as the paper names it in figures: parity (Z_2), Z_m, S_m; other tasks by their label.
+std::string paper_task_name(const YAML::Node& task);
+
 // A file-name-safe form of a label: every character but [A-Za-z0-9_-] as '_'.
 std::string safe(std::string s);
 
@@ -74,6 +83,14 @@ struct ReportContext {
   // models apart within a column).
   std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)>
       row_of;
+  const Reference* reference = nullptr;  // published values to compare with (or none)
+  // Every comparison with a published value the kinds made: the comparison table.
+  struct Comparison {
+    std::string label, metric;
+    std::optional<double> ours;  // empty: not learned
+    const ReferenceValue* published;
+  };
+  std::vector<Comparison> comparisons;
   std::vector<std::string> index;  // report.md's lines
   std::vector<Figure> figures;     // drawn after every kind has reported
 
@@ -85,6 +102,11 @@ struct ReportContext {
   // outcomes of the same cells under other settings that the table does not show (it shows the
   // latest of each cell). "" when the outcomes record no settings.
   std::string settings_note(const std::string& kind) const;
+  // " [12 Paper T1, x2 !]": the published values of a cell's metric for a table cell ("" without
+  // a reference or a published value), each recorded in `comparisons`.
+  std::string compared(const std::string& label, const std::string& metric, const YAML::Node& task,
+                       const YAML::Node& model, const std::string& format,
+                       const std::string& distribution, int L, std::optional<double> ours);
   // DIR/stem.{md,csv}, listed in the index.
   void write_table(const std::string& stem, const std::string& title, const std::string& note,
                    const Table& table);

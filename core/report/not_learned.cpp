@@ -23,16 +23,20 @@ const std::string kNotLearnedLegend =
     "did not reach epsilon within max_steps (raise training.max_steps); " +
     kNotLearned +
     " (chance): no configuration's final-state accuracy beat chance by 0.1 (normalized); " +
-    kNotLearned +
-    " (partial): above chance, but no configuration got every final state right";
+    kNotLearned + " (partial): above chance, but no configuration got every final state right";
 
 std::string not_learned_mark(NotLearned why) {
   switch (why) {
-    case NotLearned::kBudget: return "budget";
-    case NotLearned::kChance: return "chance";
-    case NotLearned::kPartial: return "partial";
-    case NotLearned::kDetector: return "detector";
-    case NotLearned::kUnknown: return "";
+    case NotLearned::kBudget:
+      return "budget";
+    case NotLearned::kChance:
+      return "chance";
+    case NotLearned::kPartial:
+      return "partial";
+    case NotLearned::kDetector:
+      return "detector";
+    case NotLearned::kUnknown:
+      return "";
   }
   return "";
 }
@@ -71,7 +75,8 @@ NotLearnedReason not_learned_reason(const YAML::Node& outcome,
   reason.why = NotLearned::kPartial;
   if (outcome["states"]) {
     const double chance = 1.0 / outcome["states"].as<double>();
-    if ((reason.best_final_accuracy - chance) / (1.0 - chance) <= 0.1) reason.why = NotLearned::kChance;
+    if ((reason.best_final_accuracy - chance) / (1.0 - chance) <= 0.1)
+      reason.why = NotLearned::kChance;
   }
   return reason;
 }

@@ -82,7 +82,7 @@ std::string settings_text(const YAML::Node& settings) {
 
 std::string ReportContext::settings_note(const std::string& kind) const {
   const std::vector<const StoredOutcome*> shown = latest(kind);
-  std::map<std::string, size_t> used;  // settings -> cells shown with them
+  std::map<std::string, size_t> used;                 // settings -> cells shown with them
   std::map<std::string, std::string> shown_settings;  // label -> settings
   bool recorded = false;
   for (const StoredOutcome* o : shown) {
@@ -117,11 +117,40 @@ std::string ReportContext::settings_note(const std::string& kind) const {
     if (listed.insert({o.label, line + text}).second) others.push_back(line + text);
   }
   if (!others.empty()) {
-    note += "\n\nAlso in the store under other settings, not shown (the table shows each cell's "
-            "latest; `induct export` writes every one):\n";
+    note +=
+        "\n\nAlso in the store under other settings, not shown (the table shows each cell's "
+        "latest; `induct export` writes every one):\n";
     for (const auto& line : others) note += "\n" + line;
   }
   return note;
+}
+
+std::string paper_task_name(const YAML::Node& task) {
+  const std::string name = task["name"] ? task["name"].as<std::string>() : "";
+  if ((name == "modular" || name == "permutation") && task["m"]) {
+    const std::string m = task["m"].as<std::string>();
+    if (name == "permutation") return "S_" + m;
+    return m == "2" ? "parity (Z_2)" : "Z_" + m;
+  }
+  return component_label(task);
+}
+
+std::string reference_legend(const ReportContext& report) {
+  if (!report.reference) return "";
+  return "[published value and source from " + report.reference->file +
+         ", x ours / published; ! = off by more than a factor " +
+         format_number(report.reference->factor, 3) +
+         " either way, or learned on one side only] (reference_comparison lists every one).\n\n";
+}
+
+std::string ReportContext::compared(const std::string& label, const std::string& metric,
+                                    const YAML::Node& task, const YAML::Node& model,
+                                    const std::string& format, const std::string& distribution,
+                                    int L, std::optional<double> ours) {
+  if (!reference) return "";
+  const auto published = reference->find(metric, task, model, format, distribution, L);
+  for (const ReferenceValue* r : published) comparisons.push_back({label, metric, ours, r});
+  return published.empty() ? "" : " [" + reference->compare(published, ours) + "]";
 }
 
 void ReportContext::write_table(const std::string& stem, const std::string& title,
@@ -190,8 +219,8 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   std::string data;
   for (const auto& s : f.series) {
     data += "# " + s.title + "\n";
-    for (const auto& [x, y] : s.points)
-      data += format_number(x, 10) + " " + format_number(y, 10) + "\n";
+    for (const auto& [x, y] : s.points)  // NaN: a gap (a blank line breaks gnuplot's line)
+      data += std::isnan(y) ? "\n" : format_number(x, 10) + " " + format_number(y, 10) + "\n";
     data += "\n\n";
   }
   write_file_atomically((dir / (f.stem + ".dat")).string(), data);
@@ -245,8 +274,9 @@ std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
 }
 
 void write_reports(const Store& store, const fs::path& dir, const std::vector<KindReport>& kinds,
-                   std::ostream* log) {
+                   std::ostream* log, const Reference* reference) {
   ReportContext report;
+  report.reference = reference;
   report.dir = dir;
   report.outcomes = store.outcomes();
   report.trials = store.all();
@@ -285,6 +315,37 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
                        "order stored; cancelled: stopped because another configuration of its step "
                        "succeeded.",
                        trials);
+
+  // Every comparison with a published value, one row each (the tables show them in place).
+  if (reference) {
+    Table compared;
+    compared.header = {"cell",    "metric", "ours",         "published", "ours / published",
+                       "differs", "source", "reference row"};
+    for (const auto& c : report.comparisons) {
+      const bool both = c.ours && c.published->value;
+      compared.rows.push_back({c.label, c.metric, c.ours ? format_number(*c.ours, 4) : "",
+                               c.published->value ? format_number(*c.published->value, 4) : "",
+                               both ? format_number(*c.ours / *c.published->value, 4) : "",
+                               reference->differs(*c.published, c.ours) ? "true" : "false",
+                               c.published->source, c.published->where});
+    }
+    std::set<const ReferenceValue*> used;  // a value may match several cells
+    for (const auto& c : report.comparisons) used.insert(c.published);
+    const size_t matched = used.size();
+    report.write_table(
+        "reference_comparison", "Published values beside ours",
+        "From " + reference->file + ": " + std::to_string(matched) + " of " +
+            std::to_string(reference->values.size()) +
+            " published values match a cell in the store. differs: ours / published is above " +
+            format_number(reference->factor, 3) + " or below 1/" +
+            format_number(reference->factor, 3) +
+            ", or one side is not learned (empty = not learned).",
+        compared);
+    if (log && matched < reference->values.size())
+      *log << "reference: " << reference->values.size() - matched << " of "
+           << reference->values.size() << " published value(s) in " << reference->file
+           << " match no cell in the store\n";
+  }
 
   std::vector<fs::path> drawn_paths;
   if (!figures.empty()) {

@@ -41,7 +41,11 @@ struct KindReport {
 };
 
 // Every kind's tables and figures, in the order of `kinds`, then the trials table and report.md.
+// With a reference, the published values beside ours in each table (reference_comparison.{md,csv}
+// lists every one).
+struct Reference;
 void write_reports(const Store& store, const std::filesystem::path& dir,
-                   const std::vector<KindReport>& kinds, std::ostream* log);
+                   const std::vector<KindReport>& kinds, std::ostream* log,
+                   const Reference* reference = nullptr);
 
 }  // namespace induct

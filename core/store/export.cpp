@@ -131,8 +131,7 @@ std::vector<ExportedFile> export_store(const Store& store, const fs::path& dir,
     size_t rows = 0;
     store.select(q.sql, columns, [&](const std::vector<Store::Value>& row) {
       if (rows++ == 0 && !json) {
-        for (size_t i = 0; i < columns.size(); ++i)
-          text += (i ? "," : "") + csv_field(columns[i]);
+        for (size_t i = 0; i < columns.size(); ++i) text += (i ? "," : "") + csv_field(columns[i]);
         text += "\n";
       }
       if (json) text += "{";

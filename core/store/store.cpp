@@ -274,8 +274,8 @@ void write_trial_details(sqlite3* db, const std::filesystem::path& file, const s
 }
 
 // The columns and tables of schema 2 that an outcome's YAML fills.
-void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
-                           const std::string& kind, const YAML::Node& value) {
+void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
+                          const std::string& kind, const YAML::Node& value) {
   Statement q(db,
               "UPDATE outcomes SET cell_key = ?, task = ?, task_options = ?, model = ?, "
               "model_options = ?, format = ?, distribution = ?, L = ?, learned = ?, nstar = ?, "
@@ -298,7 +298,7 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
   }
   if (task) q.text(2, task["name"].as<std::string>()).text(3, options_json(task));
   if (model) q.text(4, model["name"].as<std::string>()).text(5, options_json(model));
-  if (kind == "nstar") {
+  if (kind == "nstar" && value["learned"]) {
     const bool learned = value["learned"].as<bool>();
     q.integer(9, learned);
     if (learned) q.integer(10, value["nstar"].as<int64_t>());
@@ -355,6 +355,29 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
         c.null(6);
       c.step();
     }
+}
+
+// A value whose fields do not read (a record written by hand, or by another version) leaves
+// the columns it would fill NULL: the row itself is stored whatever its YAML holds.
+void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
+                           const std::string& kind, const YAML::Node& value) {
+  try {
+    fill_outcome_details(db, file, key, kind, value);
+  } catch (const YAML::Exception&) {
+    Statement clear(db,
+                    "UPDATE outcomes SET cell_key = NULL, task = NULL, task_options = NULL, "
+                    "model = NULL, model_options = NULL, format = NULL, distribution = NULL, "
+                    "L = NULL, learned = NULL, nstar = NULL, n_max = NULL, certified = NULL, "
+                    "n = NULL, lr = NULL, seed = NULL, max_steps = NULL, epsilon = NULL, "
+                    "settings = NULL WHERE key = ?",
+                    file);
+    clear.text(1, key).step();
+    for (const char* table : {"kappas", "curves"}) {
+      Statement rows(db, (std::string("DELETE FROM ") + table + " WHERE outcome = ?").c_str(),
+                     file);
+      rows.text(1, key).step();
+    }
+  }
 }
 
 }  // namespace
@@ -421,8 +444,8 @@ void Store::upgrade() {
                   file_);
     set.text(1, std::to_string(kSchemaVersion)).step();
     if (from == 1)
-      std::cerr << "store " << file_.string() << ": upgraded to schema version "
-                << kSchemaVersion << "\n";
+      std::cerr << "store " << file_.string() << ": upgraded to schema version " << kSchemaVersion
+                << "\n";
   });
 }
 
@@ -541,12 +564,11 @@ std::vector<StoredTrial> Store::rows(bool skip_undecodable) const {
   while (q.step()) {
     const std::string key = q.column_text(0);
     try {
-      rows.push_back({key, q.column_text(1),
-                      decode_row(file_, "trials", key, "spec", q.column_text(2),
-                                 TrialSpec::from_yaml),
-                      decode_row(file_, "trials", key, "result", q.column_text(3),
-                                 TrialResult::from_yaml),
-                      q.column_text(4)});
+      rows.push_back(
+          {key, q.column_text(1),
+           decode_row(file_, "trials", key, "spec", q.column_text(2), TrialSpec::from_yaml),
+           decode_row(file_, "trials", key, "result", q.column_text(3), TrialResult::from_yaml),
+           q.column_text(4)});
     } catch (const std::runtime_error&) {
       if (!skip_undecodable) throw;
     }

@@ -25,8 +25,10 @@ YAML::Node validation_yaml(const ValidationPolicy& v) {
 
 YAML::Node Cell::to_yaml() const {
   YAML::Node node;
-  node["task"] = task;
-  node["model"] = model;
+  // Clones: assigning the cell's own nodes would merge their memory into every node made here,
+  // and the cell's would grow with each call (keys computed thousands of times got quadratic).
+  node["task"] = YAML::Clone(task);
+  node["model"] = YAML::Clone(model);
   node["format"] = format;
   node["distribution"] = distribution;
   node["L"] = L;

@@ -348,10 +348,11 @@ BOOST_AUTO_TEST_CASE(interpolation_is_refused_where_it_was_written) {
                           "does not interpolate") != std::string::npos,
              in_file);
   const std::string in_set = error_of(kStudy, {"model.name=${x}"});
-  BOOST_TEST(in_set.find("--set model.name=${x}: model.name: '${x}' holds ${...}") !=
-                 std::string::npos,
-             in_set);
+  BOOST_TEST(
+      in_set.find("--set model.name=${x}: model.name: '${x}' holds ${...}") != std::string::npos,
+      in_set);
   const std::string in_list = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, \"${s}\"]"));
   BOOST_TEST(in_list.find("training.seeds: '${s}'") != std::string::npos, in_list);
-  BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 6  # ${not a value}")) == "");  // comments are not values
+  BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 6  # ${not a value}")) ==
+             "");  // comments are not values
 }

@@ -1,10 +1,9 @@
 // The results store's schema 2: the upgrade of a version-1 store, its columns and tables,
 // `induct export`, and why a cell was not learned.
 #define BOOST_TEST_MODULE store
-#include <boost/test/unit_test.hpp>
-
 #include <sqlite3.h>
 
+#include <boost/test/unit_test.hpp>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -55,7 +54,8 @@ std::string one(const std::string& file, const std::string& sql) {
 
 std::string upgraded_copy(const std::string& name) {
   const std::string dir = test::temp_dir(name);
-  BOOST_REQUIRE(test::run_command("cp '" + kFixture + "' '" + dir + "/results.sqlite'").exit_code == 0);
+  BOOST_REQUIRE(test::run_command("cp '" + kFixture + "' '" + dir + "/results.sqlite'").exit_code ==
+                0);
   return dir;
 }
 
@@ -87,24 +87,27 @@ BOOST_AUTO_TEST_CASE(a_version_1_store_is_upgraded_in_place_keeping_every_row) {
       if (t.result.finished()) lengths += t.result.last.per_length.size();  // a record's are not
       const auto row = raw_rows(file,
                                 "SELECT key, task_options, model_options, max_steps, epsilon, "
-                                "cell_key FROM trials WHERE key = '" + t.key + "'")
+                                "cell_key FROM trials WHERE key = '" +
+                                    t.key + "'")
                            .at(t.key);
       BOOST_TEST(row[1] == "{\"m\":2}");
       BOOST_TEST(row[2] == "{\"hidden\":8}");
       BOOST_TEST(row[3] == std::to_string(t.spec.training.max_steps));
       BOOST_TEST(std::stod(row[4]) == t.spec.training.epsilon);
       BOOST_TEST(row[5] == cell_key(t.spec.cell));
-      const auto first = raw_rows(file, "SELECT trial, step, val_loss FROM histories WHERE trial = '" +
-                                            t.key + "' AND step = " +
-                                            std::to_string(t.result.history.front().step));
+      const auto first =
+          raw_rows(file, "SELECT trial, step, val_loss FROM histories WHERE trial = '" + t.key +
+                             "' AND step = " + std::to_string(t.result.history.front().step));
       BOOST_REQUIRE(first.size() == 1u);
       BOOST_TEST(std::stod(first.begin()->second[2]) == t.result.history.front().val_loss);
     }
     BOOST_TEST(one(file, "SELECT count(*) FROM histories") == std::to_string(evaluations));
     BOOST_TEST(one(file, "SELECT count(*) FROM per_length") == std::to_string(lengths));
     for (const StoredOutcome& o : store.outcomes()) {
-      const auto row = raw_rows(file, "SELECT key, learned, nstar, n_max, certified, cell_key, L "
-                                      "FROM outcomes WHERE key = '" + o.key + "'")
+      const auto row = raw_rows(file,
+                                "SELECT key, learned, nstar, n_max, certified, cell_key, L "
+                                "FROM outcomes WHERE key = '" +
+                                    o.key + "'")
                            .at(o.key);
       if (o.kind == "nstar") {
         const bool learned = o.value["learned"].as<bool>();
@@ -125,8 +128,9 @@ BOOST_AUTO_TEST_CASE(a_version_1_store_is_upgraded_in_place_keeping_every_row) {
                    std::to_string(o.value["curve"].size()));
     }
     // The cell keys of outcomes and trials meet: N* outcomes find their trials in SQL.
-    BOOST_TEST(one(file, "SELECT count(*) FROM outcomes o JOIN trials t ON t.cell_key = o.cell_key "
-                         "AND t.n = o.n_max WHERE o.kind = 'nstar'") != "0");
+    BOOST_TEST(one(file,
+                   "SELECT count(*) FROM outcomes o JOIN trials t ON t.cell_key = o.cell_key "
+                   "AND t.n = o.n_max WHERE o.kind = 'nstar'") != "0");
   }
   // Opened again: nothing to upgrade, nothing changed.
   const auto trials_after = raw_rows(file, trials_sql);
@@ -148,9 +152,10 @@ BOOST_AUTO_TEST_CASE(yaml_becomes_typed_json) {
   const YAML::Node node = YAML::Load(
       "{m: 2, lr: 1.0e-3, name: \"10\", on: true, none: ~, label: a\"b, rows: [[0, 1], [1, 0]], "
       "weird: .5}");
-  BOOST_TEST(to_json(node) ==
-             "{\"m\":2,\"lr\":1.0e-3,\"name\":\"10\",\"on\":true,\"none\":null,\"label\":\"a\\\"b\","
-             "\"rows\":[[0,1],[1,0]],\"weird\":\".5\"}");
+  BOOST_TEST(
+      to_json(node) ==
+      "{\"m\":2,\"lr\":1.0e-3,\"name\":\"10\",\"on\":true,\"none\":null,\"label\":\"a\\\"b\","
+      "\"rows\":[[0,1],[1,0]],\"weird\":\".5\"}");
   BOOST_TEST(json_number(0.1) == "0.1");
   BOOST_TEST(std::stod(json_number(1.0 / 3.0)) == 1.0 / 3.0);
   BOOST_TEST(json_number(std::numeric_limits<double>::infinity()) == "null");
@@ -158,21 +163,22 @@ BOOST_AUTO_TEST_CASE(yaml_becomes_typed_json) {
 
 // Every exported file read back by Python's csv module (types and values against the store,
 // read with Python's sqlite3): tests/fixtures/check_export.py.
-BOOST_AUTO_TEST_CASE(export_writes_tidy_tables_with_the_stores_numbers,
-                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-                       return test::run_command("python3 -c 'import csv, sqlite3, json'").exit_code == 0;
-                     })) {
+BOOST_AUTO_TEST_CASE(
+    export_writes_tidy_tables_with_the_stores_numbers,
+    *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+      return test::run_command("python3 -c 'import csv, sqlite3, json'").exit_code == 0;
+    })) {
   const std::string dir = upgraded_copy("export");
   { Store store(dir + "/results.sqlite"); }  // the upgrade
   for (const char* format : {"csv", "jsonl"}) {
-    const test::CommandResult r = test::run_command(std::string(INDUCT_BINARY) + " export " + dir +
-                                                    " --format " + format);
+    const test::CommandResult r =
+        test::run_command(std::string(INDUCT_BINARY) + " export " + dir + " --format " + format);
     BOOST_TEST(r.exit_code == 0, r.output);
     BOOST_TEST(r.output.find("trials." + std::string(format) + ": 24 row(s)") != std::string::npos,
                r.output);
   }
-  const test::CommandResult check = test::run_command(
-      "python3 " + std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/check_export.py " + dir);
+  const test::CommandResult check = test::run_command("python3 " + std::string(INDUCT_SOURCE_DIR) +
+                                                      "/tests/fixtures/check_export.py " + dir);
   BOOST_TEST(check.exit_code == 0, check.output);
   BOOST_TEST(check.output.find("checked 6 csv and 6 jsonl files") != std::string::npos,
              check.output);

@@ -1,5 +1,7 @@
 // The `nstar` study (docs/method.md section 5): each cell's N*, its search cost, and the paper's
 // Table 1 and N*-against-L figures.
+#include <cmath>
+#include <limits>
 #include <ostream>
 
 #include "options_yaml.hpp"
@@ -54,8 +56,7 @@ int NstarStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
           ++reasons;
         }
       }
-    table.rows.push_back(
-        {cells[c].label, format_count(s.n_max), shown, std::to_string(s.steps)});
+    table.rows.push_back({cells[c].label, format_count(s.n_max), shown, std::to_string(s.steps)});
     cost.rows.push_back({cells[c].label, std::to_string(s.steps), std::to_string(s.trained),
                          std::to_string(s.optimisation_steps)});
   }
@@ -68,8 +69,9 @@ int NstarStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
                         "# " + config.name + ": N* per cell\n\n" + table.markdown() + legend);
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   if (budget > 0)
-    run.out << budget << " cell(s) not learned for want of steps, not of data (" + kNotLearned +
-                             " (budget)): raise training.max_steps (now "
+    run.out << budget
+            << " cell(s) not learned for want of steps, not of data (" + kNotLearned +
+                   " (budget)): raise training.max_steps (now "
             << config.training.max_steps << ") and run again"
             << (config.run.keep_states == "failed"
                     ? " (the failed trainings go on from their saved states)"
@@ -85,7 +87,10 @@ void NstarStudy::report(ReportContext& report) const {
   // One figure per (task, format, distribution), every model on it: N* where learned, a
   // marker at N_max where not, and the ceiling (the sequences available, N_max) as a line.
   struct NstarPlot {
-    std::map<RowKey, Figure::Series> learned, not_learned;
+    std::string task;  // as the paper names it
+    // model -> L -> N* (NaN: not learned) and N_max; published values
+    std::map<RowKey, std::map<int, std::pair<double, double>>> models;
+    std::map<RowKey, std::vector<std::pair<double, double>>> published;
     std::map<int, double> ceiling;  // L -> N_max
   };
   std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
@@ -105,6 +110,9 @@ void NstarStudy::report(ReportContext& report) const {
         reasons = true;
       }
     }
+    shown += report.compared(
+        o->label, "nstar", cell["task"], cell["model"], cell["format"].as<std::string>(),
+        distribution, L, learned ? std::optional<double>(static_cast<double>(n)) : std::nullopt);
     nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] = shown;
     NstarPlot& plot =
         nstar_plots[{row.task_rank, row.format_rank, rank_of(kDistributionOrder, distribution),
@@ -114,16 +122,18 @@ void NstarStudy::report(ReportContext& report) const {
     RowKey by_model = row;  // one line per model: the task and format are the figure's
     by_model.format_rank = by_model.task_rank = 0;
     by_model.format = by_model.task = "";
-    auto& line = (learned ? plot.learned : plot.not_learned)[by_model];
-    line.title = learned ? row.model : row.model + ": not learned (drawn at N_max)";
-    if (!learned) line.style = "points pointtype 6 pointsize 2.5";
-    if (learned || n_max > 0)
-      line.points.push_back({static_cast<double>(L), learned ? static_cast<double>(n) : n_max});
+    plot.task = paper_task_name(cell["task"]);
+    plot.models[by_model][L] = {learned ? static_cast<double>(n) : std::nan(""), n_max};
+    if (report.reference)
+      for (const ReferenceValue* r :
+           report.reference->find("nstar", cell["task"], cell["model"],
+                                  cell["format"].as<std::string>(), distribution, L))
+        if (r->value) plot.published[by_model].push_back({static_cast<double>(L), *r->value});
   }
   if (!nstar.cells.empty())
     report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
                        kNstarLegend + ".\n\n" + (reasons ? kNotLearnedLegend + ".\n\n" : "") +
-                           report.settings_note("nstar"),
+                           reference_legend(report) + report.settings_note("nstar"),
                        nstar.table());
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
@@ -153,19 +163,62 @@ void NstarStudy::report(ReportContext& report) const {
         cost);
   for (auto& [which, plot] : nstar_plots) {
     const auto& [task_rank, format_rank, distribution_rank, task, format, distribution] = which;
+    int lowest = std::numeric_limits<int>::max(), highest = 0;
+    for (const auto& [L, n_max] : plot.ceiling) {
+      lowest = std::min(lowest, L);
+      highest = std::max(highest, L);
+    }
+    for (const auto& [model, points] : plot.models) {
+      lowest = std::min(lowest, points.begin()->first);
+      highest = std::max(highest, points.rbegin()->first);
+    }
+    // The lengths run, and room below N* = 1 (log scale) so that it is not on the axis.
     Figure f{"nstar_" + safe(task) + "_" + format + "_" + distribution,
-             "N* against L: " + task + ", " + format + ", " + distribution,
+             "N* against L: " + plot.task + ", " + format + ", " + distribution,
              "L (maximum length)",
              "N* (training sequences)",
              "",
              true,
-             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\nset yrange [1:*]\n",
+             "set xtics 1\nset xrange [" + std::to_string(lowest) +
+                 "-0.5:" + std::to_string(highest) + "+0.5]\nset yrange [0.5:*]\n",
              {}};
-    for (auto* lines : {&plot.learned, &plot.not_learned})
-      for (auto& [model, s] : *lines) {
-        std::sort(s.points.begin(), s.points.end());
-        if (!s.points.empty()) f.series.push_back(s);
+    // Each model its own colour, point type and dash, so that identical curves show as such;
+    // its "not learned" markers (at N_max) shifted a little to its own side of L.
+    const int models = static_cast<int>(plot.models.size());
+    const int learned_points[] = {7, 5, 9, 13, 11}, missed_points[] = {6, 4, 8, 12, 10};
+    std::vector<Figure::Series> learned_lines, missed_marks, published_marks;
+    int k = 0;
+    for (const auto& [model, points] : plot.models) {
+      const std::string colour = " lc " + std::to_string(k + 1);
+      Figure::Series line{model.model,
+                          {},
+                          false,
+                          "linespoints lw 2 pointsize 1.6 pointtype " +
+                              std::to_string(learned_points[k % 5]) + " dashtype " +
+                              std::to_string(k % 5 + 1) + colour};
+      Figure::Series missed{
+          model.model + ": not learned (at N_max)",
+          {},
+          false,
+          "points pointsize 2.5 pointtype " + std::to_string(missed_points[k % 5]) + colour};
+      const double shift = models > 1 ? 0.12 * (k - (models - 1) / 2.0) : 0;
+      bool any_learned = false;
+      for (const auto& [L, value] : points) {
+        const auto& [nstar_value, n_max] = value;
+        line.points.push_back({static_cast<double>(L), nstar_value});  // NaN breaks the line
+        any_learned = any_learned || !std::isnan(nstar_value);
+        if (std::isnan(nstar_value) && n_max > 0) missed.points.push_back({L + shift, n_max});
       }
+      if (any_learned) learned_lines.push_back(line);
+      if (!missed.points.empty()) missed_marks.push_back(missed);
+      auto published = plot.published.find(model);
+      if (published != plot.published.end())
+        published_marks.push_back({model.model + ": published", published->second, false,
+                                   "points pointsize 2 pointtype 2" + colour});
+      ++k;
+    }
+    for (auto* group : {&learned_lines, &missed_marks, &published_marks})
+      f.series.insert(f.series.end(), group->begin(), group->end());
     Figure::Series ceiling{
         "sequences available (N_max)", {}, false, "lines dashtype 3 lc 'gray40'"};
     for (const auto& [L, n_max] : plot.ceiling) ceiling.points.push_back({double(L), n_max});

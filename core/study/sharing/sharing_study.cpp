@@ -152,34 +152,43 @@ void SharingStudy::report(ReportContext& report) const {
   for (const StoredOutcome* o : report.latest("sharing")) {
     const RowKey row =
         report.row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
-    Figure f{"kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
-             "Sharing: " + row.model + ", " + row.format + ", " + row.task,
-             "L",
-             "training sequences",
-             "kappa",
-             true,
-             "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n",
-             {}};
+    Figure f{
+        "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
+        "Sharing: " + row.model + ", " + row.format + ", " + paper_task_name(o->value["task"]),
+        "L",
+        "training sequences",
+        "kappa",
+        true,
+        "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
+        // kappa = 1 on its own axis: isolated per-length solutions.
+        "set arrow from graph 0, second 1 to graph 1, second 1 nohead dashtype 3 lc 'gray40'\n",
+        {}};
     Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false},
         joint{"N*_joint (Uniform 2..L)", {}, false}, k{"kappa", {}, true};
     for (const auto& entry : o->value["lengths"]) {
       const int L = entry["L"].as<int>();
       const bool learned = entry["learned"].as<bool>();
       const double value = entry["kappa"].as<double>();
-      kappa.cells[row][{0, L, "kappa"}] = learned ? format_number(value, 3) : kNotLearned;
+      kappa.cells[row][{0, L, "kappa"}] =
+          (learned ? format_number(value, 3) : kNotLearned) +
+          report.compared(o->label + " L=" + std::to_string(L), "kappa", o->value["task"],
+                          o->value["model"], o->value["format"].as<std::string>(), "", L,
+                          learned ? std::optional<double>(value) : std::nullopt);
+      // N*_joint where it was learned, even when kappa is not defined (a Fixed length was not).
+      if (entry["joint"].as<double>() > 0)
+        joint.points.push_back({double(L), entry["joint"].as<double>()});
       if (learned) {
         sum.points.push_back({double(L), entry["sum_fixed"].as<double>()});
-        joint.points.push_back({double(L), entry["joint"].as<double>()});
         k.points.push_back({double(L), value});
       }
     }
     f.series = {sum, joint, k};
-    if (!k.points.empty()) report.figures.push_back(f);
+    if (!k.points.empty() || !joint.points.empty()) report.figures.push_back(f);
     Figure& compared = kappa_compared[{row.format_rank, row.task_rank, row.format, row.task}];
     if (compared.stem.empty())
       compared = {
           "kappa_" + row.format + "_" + safe(row.task),
-          "Sharing factor kappa(L): " + row.format + ", " + row.task,
+          "Sharing factor kappa(L): " + row.format + ", " + paper_task_name(o->value["task"]),
           "L",
           "kappa",
           "",
@@ -198,7 +207,8 @@ void SharingStudy::report(ReportContext& report) const {
         "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
         "kappa >> 1: lengths share one mechanism; about 1: isolated per-length solutions; "
         "< 1: interference. " +
-            kNotLearned + ": some N* not learned.\n\n" + report.settings_note("sharing"),
+            kNotLearned + ": some N* not learned.\n\n" + reference_legend(report) +
+            report.settings_note("sharing"),
         kappa.table());
 }
 
