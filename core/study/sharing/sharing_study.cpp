@@ -1,6 +1,7 @@
 // The `sharing` study (docs/method.md section 6): N*_n of Fixed n for n = 2..max L and N*_joint
 // of Uniform 2..L, searched as the nstar study does, and kappa(L) = sum N*_n / N*_joint.
 #include <algorithm>
+#include <limits>
 #include <ostream>
 
 #include "options_yaml.hpp"
@@ -152,6 +153,14 @@ void SharingStudy::report(ReportContext& report) const {
   for (const StoredOutcome* o : report.latest("sharing")) {
     const RowKey row =
         report.row_of(o->value["task"], o->value["model"], o->value["format"].as<std::string>());
+    // The lengths run, and room below N* = 1 (log scale) so that it is not on the axis.
+    int lowest = std::numeric_limits<int>::max(), highest = 0;
+    for (const auto& entry : o->value["lengths"]) {
+      lowest = std::min(lowest, entry["L"].as<int>());
+      highest = std::max(highest, entry["L"].as<int>());
+    }
+    const std::string x_range = "set xtics 1\nset xrange [" + std::to_string(lowest) + "-0.5:" +
+                                std::to_string(highest) + "+0.5]\n";
     Figure f{
         "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
         "Sharing: " + row.model + ", " + row.format + ", " + paper_task_name(o->value["task"]),
@@ -159,12 +168,14 @@ void SharingStudy::report(ReportContext& report) const {
         "training sequences",
         "kappa",
         true,
-        "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
+        x_range + "set yrange [0.5:*]\n"
         // kappa = 1 on its own axis: isolated per-length solutions.
         "set arrow from graph 0, second 1 to graph 1, second 1 nohead dashtype 3 lc 'gray40'\n",
         {}};
-    Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false},
-        joint{"N*_joint (Uniform 2..L)", {}, false}, k{"kappa", {}, true};
+    Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false,
+                       "linespoints lw 2 pointsize 1.5 pointtype 7"},
+        joint{"N*_joint (Uniform 2..L)", {}, false, "linespoints lw 2 pointsize 1.5 pointtype 5"},
+        k{"kappa", {}, true, "linespoints lw 2 pointsize 1.5 pointtype 9"};
     for (const auto& entry : o->value["lengths"]) {
       const int L = entry["L"].as<int>();
       const bool learned = entry["learned"].as<bool>();
@@ -193,8 +204,8 @@ void SharingStudy::report(ReportContext& report) const {
           "kappa",
           "",
           true,
-          "set xtics 1\nset offsets 0.2, 0.2, 0, 0\n"
-          // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
+          x_range +
+              // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
           "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
           {}};
     if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
