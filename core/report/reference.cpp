@@ -96,14 +96,15 @@ Reference read_reference(const std::string& file, double factor) {
   int line = 0;
   std::vector<std::string> header, fields;
   if (!read_record(in, header, line, file))
-    throw ConfigError(file + ": empty (expected a header: task,model,format,distribution,L,"
-                             "metric,value,source)");
+    throw ConfigError(file +
+                      ": empty (expected a header: task,model,format,distribution,L,"
+                      "metric,value,source)");
   for (auto& h : header) h = trim(h);
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) {
     const std::string& h = header[i];
-    static const std::set<std::string> known = {"task", "model", "format", "distribution",
-                                                "L", "metric", "value", "source"};
+    static const std::set<std::string> known = {"task", "model",  "format", "distribution",
+                                                "L",    "metric", "value",  "source"};
     if (!known.count(h) && h.rfind("task.", 0) != 0 && h.rfind("model.", 0) != 0)
       throw ConfigError(file + ":1: unknown column '" + h +
                         "' (columns: task, model, format, distribution, L, metric, value, source, "

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
@@ -465,6 +466,29 @@ void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
   source.overrides[path] = description;
 }
 
+// yaml-cpp 0.7 allocates without bound on a document whose first token is ',' (",", ", a",
+// ",}", "# c\n, 1}": a 24 GB process, then the kernel's kill); no YAML document starts so, so it
+// is refused before the parser sees it, naming the line and column.
+void refuse_leading_comma(const std::string& text, const std::string& name, bool positions = true) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      if (c == ',')
+        throw ConfigError(name +
+                          (positions ? ":" + std::to_string(line) + ":" + std::to_string(column)
+                                     : std::string()) +
+                          ": YAML syntax error: a document cannot start with ','");
+      return;
+    }
+  }
+}
+
 void apply_override(YAML::Node& root, const std::string& text, Source& source) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -474,6 +498,7 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
     throw ConfigError("--set " + text +
                       ": no value after '=' (to use the default, leave the "
                       "--set out)");
+  refuse_leading_comma(given, "--set " + text, false);
   YAML::Node value;
   try {
     value = YAML::Load(given);
@@ -533,7 +558,12 @@ Options load_file(const std::string& path, const std::vector<std::string>& overr
   if (!ec && size > kMaxDocumentBytes)
     throw ConfigError(path + ": " + std::to_string(size) + " bytes; a study file holds at most " +
                       std::to_string(kMaxDocumentBytes) + " bytes");
-  return load([&] { return YAML::LoadAllFromFile(path); }, path, overrides);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.is_open()) throw ConfigError(path + ": cannot read the file");
+  refuse_leading_comma(text.str(), path);
+  return load([&] { return YAML::LoadAll(text.str()); }, path, overrides);
 }
 
 Options load_string(const std::string& text, const std::string& name,
@@ -542,6 +572,7 @@ Options load_string(const std::string& text, const std::string& name,
     throw ConfigError(name + ": " + std::to_string(text.size()) +
                       " bytes; a study file holds at most " + std::to_string(kMaxDocumentBytes) +
                       " bytes");
+  refuse_leading_comma(text, name);
   return load([&] { return YAML::LoadAll(text); }, name, overrides);
 }
 

@@ -356,3 +356,22 @@ BOOST_AUTO_TEST_CASE(interpolation_is_refused_where_it_was_written) {
   BOOST_TEST(error_of(replace(kStudy, "L: 6", "L: 6  # ${not a value}")) ==
              "");  // comments are not values
 }
+
+// yaml-cpp allocates without bound on a document that starts with ',': refused before it parses
+// (the file's line and column, or the --set); and run's thread counts are bounded, not wrapped.
+BOOST_AUTO_TEST_CASE(a_leading_comma_and_huge_thread_counts_are_refused) {
+  for (const char* text : {",\n", ", a\n", ",}\n", "# c\n, 1}\n"}) {
+    const std::string error = error_of(text);
+    BOOST_TEST(error.find("study.yaml:") == 0u, error);
+    BOOST_TEST(
+        error.find(": YAML syntax error: a document cannot start with ','") != std::string::npos,
+        error);
+  }
+  BOOST_TEST(error_of(kStudy, {"name=,"}) ==
+             "--set name=,: YAML syntax error: a document cannot start with ','");
+  BOOST_TEST(error_of(kStudy, {"run.threads=100000"}).find("run.threads: must be at most 1024") !=
+                 std::string::npos,
+             error_of(kStudy, {"run.threads=100000"}));
+  BOOST_TEST(error_of(kStudy, {"run.workers=4294967297"}).find("must be at most 1024") !=
+             std::string::npos);
+}

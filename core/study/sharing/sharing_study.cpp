@@ -159,8 +159,8 @@ void SharingStudy::report(ReportContext& report) const {
       lowest = std::min(lowest, entry["L"].as<int>());
       highest = std::max(highest, entry["L"].as<int>());
     }
-    const std::string x_range = "set xtics 1\nset xrange [" + std::to_string(lowest) + "-0.5:" +
-                                std::to_string(highest) + "+0.5]\n";
+    const std::string x_range = "set xtics 1\nset xrange [" + std::to_string(lowest) +
+                                "-0.5:" + std::to_string(highest) + "+0.5]\n";
     Figure f{
         "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
         "Sharing: " + row.model + ", " + row.format + ", " + paper_task_name(o->value["task"]),
@@ -168,12 +168,13 @@ void SharingStudy::report(ReportContext& report) const {
         "training sequences",
         "kappa",
         true,
-        x_range + "set yrange [0.5:*]\n"
-        // kappa = 1 on its own axis: isolated per-length solutions.
-        "set arrow from graph 0, second 1 to graph 1, second 1 nohead dashtype 3 lc 'gray40'\n",
+        x_range +
+            "set yrange [0.5:*]\n"
+            // kappa = 1 on its own axis: isolated per-length solutions.
+            "set arrow from graph 0, second 1 to graph 1, second 1 nohead dashtype 3 lc 'gray40'\n",
         {}};
-    Figure::Series sum{"sum of N*_n (Fixed, n = 2..L)", {}, false,
-                       "linespoints lw 2 pointsize 1.5 pointtype 7"},
+    Figure::Series sum{
+        "sum of N*_n (Fixed, n = 2..L)", {}, false, "linespoints lw 2 pointsize 1.5 pointtype 7"},
         joint{"N*_joint (Uniform 2..L)", {}, false, "linespoints lw 2 pointsize 1.5 pointtype 5"},
         k{"kappa", {}, true, "linespoints lw 2 pointsize 1.5 pointtype 9"};
     for (const auto& entry : o->value["lengths"]) {
@@ -206,7 +207,7 @@ void SharingStudy::report(ReportContext& report) const {
           true,
           x_range +
               // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
-          "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
+              "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
           {}};
     if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
   }
