@@ -72,6 +72,10 @@ std::string reference_legend(const ReportContext& report);
 // A task as the paper names it in figures: parity (Z_2), Z_m, S_m; other tasks by their label.
 std::string paper_task_name(const YAML::Node& task);
 
+// A model as figure legends name it: its name and sizes ("lstm 256", "gpt2 2L d64", "mamba 2L
+// d64"): hidden, layers and d_model where the model has them.
+std::string model_legend(const YAML::Node& model);
+
 // A file-name-safe form of a label: every character but [A-Za-z0-9_-] as '_'.
 std::string safe(std::string s);
 

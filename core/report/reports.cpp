@@ -135,6 +135,15 @@ std::string paper_task_name(const YAML::Node& task) {
   return component_label(task);
 }
 
+std::string model_legend(const YAML::Node& model) {
+  std::string text = model["name"] ? model["name"].as<std::string>() : "model";
+  if (model["hidden"]) text += " " + model["hidden"].as<std::string>();
+  if (model["layers"] && (!model["hidden"] || model["layers"].as<std::string>() != "1"))
+    text += " " + model["layers"].as<std::string>() + "L";
+  if (model["d_model"]) text += " d" + model["d_model"].as<std::string>();
+  return text;
+}
+
 std::string reference_legend(const ReportContext& report) {
   if (!report.reference) return "";
   return "[published value and source from " + report.reference->file +

@@ -591,8 +591,8 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
   // gpt2 (the first model) has its markers a little left of L, lstm would be right: no model hides
   // another.
   BOOST_TEST(data.str() ==
-                 "# lstm\n3 2\n4 2\n\n\n"
-                 "# gpt2: not learned (at N_max)\n2.94 7\n3.94 13\n\n\n"
+                 "# lstm 8\n3 2\n4 2\n\n\n"
+                 "# gpt2 1L d8: not learned (at N_max)\n2.94 7\n3.94 13\n\n\n"
                  "# sequences available (N_max)\n3 7\n4 13\n\n\n",
              data.str());
   std::ifstream script(run.dir + "/figures/nstar_modular_m_2__acot_fixed.gp");
@@ -617,8 +617,12 @@ BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models,
   std::stringstream data;
   data << in.rdbuf();
   // Both models meet the same thresholds here: kappa 1, 2, 3.6 for each.
-  BOOST_TEST(data.str() == "# gpt2\n2 1\n3 2\n4 3.6\n\n\n# lstm\n2 1\n3 2\n4 3.6\n\n\n",
+  BOOST_TEST(data.str() == "# gpt2 1L d8\n2 1\n3 2\n4 3.6\n\n\n# lstm 8\n2 1\n3 2\n4 3.6\n\n\n",
              data.str());
+  // ... drawn with their own dash and marks, so that one does not hide the other.
+  const std::string gp = test::read(run.dir + "/figures/kappa_acot_modular_m_5_.gp");
+  BOOST_TEST(gp.find("dashtype 1") != std::string::npos, gp);
+  BOOST_TEST(gp.find("dashtype 2") != std::string::npos, gp);
 }
 
 BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {

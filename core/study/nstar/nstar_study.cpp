@@ -91,7 +91,8 @@ void NstarStudy::report(ReportContext& report) const {
     // model -> L -> N* (NaN: not learned) and N_max; published values
     std::map<RowKey, std::map<int, std::pair<double, double>>> models;
     std::map<RowKey, std::vector<std::pair<double, double>>> published;
-    std::map<int, double> ceiling;  // L -> N_max
+    std::map<RowKey, std::string> legend;  // model -> "lstm 256"
+    std::map<int, double> ceiling;         // L -> N_max
   };
   std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
   bool reasons = false;  // some not-learned cell says why
@@ -124,6 +125,7 @@ void NstarStudy::report(ReportContext& report) const {
     by_model.format = by_model.task = "";
     plot.task = paper_task_name(cell["task"]);
     plot.models[by_model][L] = {learned ? static_cast<double>(n) : std::nan(""), n_max};
+    plot.legend[by_model] = model_legend(cell["model"]);
     if (report.reference)
       for (const ReferenceValue* r :
            report.reference->find("nstar", cell["task"], cell["model"],
@@ -187,17 +189,21 @@ void NstarStudy::report(ReportContext& report) const {
     const int models = static_cast<int>(plot.models.size());
     const int learned_points[] = {7, 5, 9, 13, 11}, missed_points[] = {6, 4, 8, 12, 10};
     std::vector<Figure::Series> learned_lines, missed_marks, published_marks;
+    std::map<std::string, int> legends_seen;  // two models with one legend: the table's labels
+    for (const auto& [model, legend] : plot.legend) ++legends_seen[legend];
     int k = 0;
     for (const auto& [model, points] : plot.models) {
       const std::string colour = " lc " + std::to_string(k + 1);
-      Figure::Series line{model.model,
+      const std::string name =
+          legends_seen[plot.legend[model]] > 1 ? model.model : plot.legend[model];
+      Figure::Series line{name,
                           {},
                           false,
                           "linespoints lw 2 pointsize 1.6 pointtype " +
                               std::to_string(learned_points[k % 5]) + " dashtype " +
                               std::to_string(k % 5 + 1) + colour};
       Figure::Series missed{
-          model.model + ": not learned (at N_max)",
+          name + ": not learned (at N_max)",
           {},
           false,
           "points pointsize 2.5 pointtype " + std::to_string(missed_points[k % 5]) + colour};
@@ -213,7 +219,7 @@ void NstarStudy::report(ReportContext& report) const {
       if (!missed.points.empty()) missed_marks.push_back(missed);
       auto published = plot.published.find(model);
       if (published != plot.published.end())
-        published_marks.push_back({model.model + ": published", published->second, false,
+        published_marks.push_back({name + ": published", published->second, false,
                                    "points pointsize 2 pointtype 2" + colour});
       ++k;
     }

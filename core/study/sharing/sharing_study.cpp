@@ -163,7 +163,8 @@ void SharingStudy::report(ReportContext& report) const {
                                 "-0.5:" + std::to_string(highest) + "+0.5]\n";
     Figure f{
         "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
-        "Sharing: " + row.model + ", " + row.format + ", " + paper_task_name(o->value["task"]),
+        "Sharing: " + model_legend(o->value["model"]) + ", " + row.format + ", " +
+            paper_task_name(o->value["task"]),
         "L",
         "training sequences",
         "kappa",
@@ -209,11 +210,20 @@ void SharingStudy::report(ReportContext& report) const {
               // kappa = 1: isolated per-length solutions; above, sharing; below, interference.
               "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
           {}};
-    if (!k.points.empty()) compared.series.push_back({row.model, k.points, false});
+    if (!k.points.empty())
+      compared.series.push_back({model_legend(o->value["model"]), k.points, false});
   }
   // Worth a figure of its own only when it compares.
-  for (auto& [which, f] : kappa_compared)
-    if (f.series.size() > 1) report.figures.push_back(f);
+  // Each model its own point type and dash: identical curves show as overlapping, not as one.
+  const int point_types[] = {7, 5, 9, 13, 11};
+  for (auto& [which, f] : kappa_compared) {
+    if (f.series.size() < 2) continue;
+    for (size_t m = 0; m < f.series.size(); ++m)
+      f.series[m].style = "linespoints lw 2 pointsize " + std::to_string(1.2 + 0.4 * (m % 3)) +
+                          " pointtype " + std::to_string(point_types[m % 5]) + " dashtype " +
+                          std::to_string(m % 5 + 1);
+    report.figures.push_back(f);
+  }
   if (!kappa.cells.empty())
     report.write_table(
         "kappa_table", "Sharing factor kappa(L) = sum N*_n / N*_joint(L)",
