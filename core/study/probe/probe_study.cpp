@@ -227,7 +227,7 @@ void ProbeStudy::report(ReportContext& report) const {
           figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
       if (probe_figure.stem.empty()) {
         const std::string stem = safe(row.task) + "_" + row.format + "_" + safe(multiple);
-        const std::string where = row.task + ", " + row.format + ", length " +
+        const std::string where = paper_task_name(cell["task"]) + ", " + row.format + ", length " +
                                   (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
         const std::string axes =
             "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
@@ -249,7 +249,8 @@ void ProbeStudy::report(ReportContext& report) const {
                         axes,
                         {}};
       }
-      const std::string series = row.model + " " + distribution + " L=" + std::to_string(L);
+      const std::string series =
+          model_legend(cell["model"]) + " " + distribution + " L=" + std::to_string(L);
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
       const size_t hooks = length["hooks"].size();
       size_t depth = 0;
@@ -282,10 +283,17 @@ void ProbeStudy::report(ReportContext& report) const {
       "at the changed action's position / at the readout. depth: hook index over the "
       "last index.",
       table);
-  for (auto& [which, pair] : figures) {
-    report.figures.push_back(pair.first);
-    report.figures.push_back(pair.second);
-  }
+  // Each model its own point type and dash: identical curves (a recurrent layer's readout
+  // patched, 1 by construction) show as overlapping, not as one.
+  const int point_types[] = {7, 5, 9, 13, 11, 6, 4, 8};
+  for (auto& [which, pair] : figures)
+    for (Figure* f : {&pair.first, &pair.second}) {
+      for (size_t k = 0; k < f->series.size(); ++k)
+        f->series[k].style = "linespoints lw 2 pointsize " + std::to_string(1.2 + 0.4 * (k % 3)) +
+                             " pointtype " + std::to_string(point_types[k % 8]) + " dashtype " +
+                             std::to_string(k % 5 + 1);
+      report.figures.push_back(*f);
+    }
 }
 
 }  // namespace
