@@ -72,8 +72,8 @@ std::string elf_problem(const fs::path& file) {
 
 PluginRegistry::PluginRegistry() = default;
 PluginRegistry::~PluginRegistry() {
-  // Libraries stay mapped for the life of the process (BUILD-NOTES.md: unmapping a plugin
-  // whose objects are still referenced crashes later, far from the cause).
+  // Libraries stay mapped for the life of the process (docs/design.md, "The plugin boundary":
+  // unmapping a plugin whose objects are still referenced crashes later, far from the cause).
   for (auto& library : libraries_) new std::shared_ptr<boost::dll::shared_library>(library);
 }
 
@@ -285,7 +285,7 @@ std::shared_ptr<SequenceModel> PluginRegistry::make_model(const std::string& nam
     throw PluginError(unknown_message("model", name, available("model"), problems_));
   const Entry& entry = found->second;
   std::unique_ptr<SequenceModel> made = call_plugin(entry.info, [&] { return entry.model(ctx); });
-  // The control block is host code and its deleter holds the library (BUILD-NOTES.md).
+  // The control block is host code and its deleter holds the library (docs/design.md).
   auto library = entry.library;
   return std::shared_ptr<SequenceModel>(made.release(),
                                         [library](SequenceModel* model) { delete model; });

@@ -185,7 +185,7 @@ BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {
 
 BOOST_AUTO_TEST_CASE(models_outlive_nothing_they_need) {
   // A model made by a plugin keeps its library loaded through the host-side deleter, even
-  // after the registry that loaded it is gone (BUILD-NOTES.md: the lifetime crash).
+  // after the registry that loaded it is gone (docs/design.md, "The plugin boundary").
   std::shared_ptr<SequenceModel> model;
   {
     PluginRegistry registry;
