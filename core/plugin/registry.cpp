@@ -84,8 +84,13 @@ void PluginRegistry::load(const fs::path& given) {
   const std::string name = given.string();
   if (std::find(loaded_files_.begin(), loaded_files_.end(), file.string()) != loaded_files_.end())
     return;
-  if (!fs::exists(file)) throw PluginError(name + ": no such plugin file");
-  if (!fs::is_regular_file(file)) throw PluginError(name + ": not a file");
+  // Error codes, not exceptions: a symlink loop or an unreadable entry is this file's problem
+  // (a refused library), never the end of every command.
+  const fs::file_status status = fs::status(file, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw PluginError(name + ": cannot read it: " + ec.message());
+  if (!fs::exists(status)) throw PluginError(name + ": no such plugin file");
+  if (!fs::is_regular_file(status)) throw PluginError(name + ": not a file");
   if (std::string problem = elf_problem(file); !problem.empty())
     throw PluginError(name + ": cannot load the library: " + problem);
 

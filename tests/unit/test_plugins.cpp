@@ -200,3 +200,20 @@ BOOST_AUTO_TEST_CASE(models_outlive_nothing_they_need) {
   torch::Tensor logits = model->forward(torch::zeros({1, 5}, torch::kLong));
   BOOST_TEST(logits.size(2) == 6);
 }
+
+// A symlink loop in a plugin folder is a refused library naming itself; the good plugins
+// still load (it used to end every command with a filesystem error).
+BOOST_AUTO_TEST_CASE(a_symlink_loop_in_a_plugin_folder_is_refused_not_fatal) {
+  const std::string dir = test::temp_dir("plugin_loop");
+  BOOST_REQUIRE(
+      test::run_command("ln -s a.so " + dir + "/b.so && ln -s b.so " + dir + "/a.so").exit_code ==
+      0);
+  PluginRegistry registry;
+  registry.load_all({dir, INDUCT_PLUGIN_DIR});
+  BOOST_REQUIRE(registry.problems().size() == 2u);
+  BOOST_TEST(registry.problems()[0].message == dir +
+                                                   "/a.so: cannot read it: Too many levels of "
+                                                   "symbolic links",
+             registry.problems()[0].message);
+  BOOST_TEST(registry.find("model", "lstm") != nullptr);
+}
