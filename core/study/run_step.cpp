@@ -4,6 +4,7 @@
 #include <map>
 
 #include "study/study.hpp"
+#include "train/archive_file.hpp"
 #include "train/components.hpp"
 #include "util/text.hpp"
 
@@ -33,9 +34,16 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
   std::vector<TrialSpec> pending;
   for (size_t i = 0; i < step.trials.size(); ++i) {
     auto stored = run.store.find_finished(step.trials[i].key());
-    if (stored && options.checkpoints == StepOptions::Checkpoints::kRequire &&
-        !std::filesystem::exists(checkpoint_file(run, step.trials[i])))
-      stored.reset();
+    if (stored && options.checkpoints == StepOptions::Checkpoints::kRequire) {
+      // A checkpoint that is missing or does not verify: trained again, to the same result.
+      const std::string file = checkpoint_file(run, step.trials[i]);
+      const std::string problem = archive_file_problem(file);
+      if (!problem.empty()) {
+        if (problem != "no such file")
+          run.progress.log(file + ": not a usable checkpoint (" + problem + "); training it again");
+        stored.reset();
+      }
+    }
     if (stored) {
       step.results[i] = *stored;
       step.success = step.success || stored->succeeded();

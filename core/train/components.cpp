@@ -9,6 +9,7 @@
 
 #include "data/language.hpp"
 #include "options_yaml.hpp"
+#include "train/archive_file.hpp"
 #include "train/measurement.hpp"
 
 namespace induct {
@@ -99,20 +100,21 @@ void save_checkpoint(SequenceModel& model, const std::string& path) {
   fs::create_directories(fs::path(path).parent_path());
   torch::serialize::OutputArchive archive;
   model.save(archive);
-  const std::string temporary = path + ".partial";
-  archive.save_to(temporary);
-  fs::rename(temporary, path);
+  write_archive_file(archive, path);
 }
 
 void load_checkpoint(SequenceModel& model, const std::string& path) {
   if (!std::filesystem::exists(path)) throw ConfigError(path + ": no such checkpoint");
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(path);
+    read_archive_file(archive, path);
     model.load(archive);
   } catch (const c10::Error& e) {
     throw std::runtime_error(path + ": not a checkpoint of this model (" +
                              e.what_without_backtrace() +
+                             "); delete it and rerun to train the configuration again");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": not a usable checkpoint (" + std::string(e.what()) +
                              "); delete it and rerun to train the configuration again");
   }
 }

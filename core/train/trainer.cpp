@@ -20,6 +20,7 @@
 #include <optional>
 
 #include "options_yaml.hpp"
+#include "train/archive_file.hpp"
 #include "train/optimizer.hpp"
 #include "util/rng.hpp"
 
@@ -267,7 +268,7 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
   SavedState state;
   try {
     torch::serialize::InputArchive archive;
-    archive.load_from(file.path, device);
+    read_archive_file(archive, file.path, device);
     if (read_text(archive, "trajectory") != file.trajectory) return std::nullopt;
     state.result = TrialResult::from_yaml(YAML::Load(read_text(archive, "result")));
     if (state.result.steps <= 0 || state.result.history.empty() ||
@@ -287,8 +288,13 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
     state.cursor = read_tensor(archive, "cursor").item<int64_t>();
     state.cpu_generator = read_tensor(archive, "cpu_generator");
     if (!device.is_cpu()) state.device_generator = read_tensor(archive, "device_generator");
+  } catch (const c10::Error& e) {
+    // Another model or LibTorch: train from the start (one line, no backtrace).
+    std::cerr << "induct: " << file.path << ": not a usable training state ("
+              << e.what_without_backtrace() << "); training from the start\n";
+    return std::nullopt;
   } catch (const std::exception& e) {
-    // Unreadable (cut short by a full disk, another LibTorch, another model): train from the start.
+    // Unreadable (damaged, cut short, written by an earlier induct): train from the start.
     std::cerr << "induct: " << file.path << ": not a usable training state (" << e.what()
               << "); training from the start\n";
     return std::nullopt;
@@ -299,7 +305,6 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
 void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& optimizer,
                  const std::array<uint64_t, 4>& pass_rng, int64_t cursor, const TrialResult& result,
                  torch::Device device) {
-  const std::string temporary = file.path + "." + std::to_string(::getpid()) + ".partial";
   try {
     torch::serialize::OutputArchive archive;
     archive.write("trajectory", c10::IValue(file.trajectory));
@@ -315,12 +320,9 @@ void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& op
     archive.write("cpu_generator", generator_state(torch::kCPU));
     if (!device.is_cpu()) archive.write("device_generator", generator_state(device));
     std::filesystem::create_directories(std::filesystem::path(file.path).parent_path());
-    archive.save_to(temporary);
-    std::filesystem::rename(temporary, file.path);
+    write_archive_file(archive, file.path);  // whole or not at all, with a digest
   } catch (const std::exception& e) {
     // A state only saves time: the training goes on without it (and the earlier state, if any).
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
     std::cerr << "induct: could not save the training state " << file.path << ": " << e.what()
               << "\n";
   }

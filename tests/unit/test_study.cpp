@@ -723,6 +723,17 @@ probe: {multiples: [1, 2], samples: 200}
   BOOST_TEST(!std::filesystem::is_empty(run.dir + "/checkpoints"));
   BOOST_TEST(probes().size() == 3u);
   BOOST_TEST(probes()[2].value["best_loss"].as<double>() == value["best_loss"].as<double>());
+  // With a byte of the checkpoint flipped, the same: detected by its digest, said, trained again.
+  for (const auto& entry : std::filesystem::directory_iterator(run.dir + "/checkpoints")) {
+    std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(entry.path()) / 2));
+    f.put('\x5a');
+  }
+  BOOST_TEST(rerun({"probe.samples=60"}) == 0, run.log.str());
+  BOOST_TEST(run.log.str().find("not a usable checkpoint (damaged") != std::string::npos,
+             run.log.str());
+  BOOST_TEST(probes().size() == 4u);
+  BOOST_TEST(probes()[3].value["best_loss"].as<double>() == value["best_loss"].as<double>());
 }
 
 // A study's trainings keep their states in OUT/states/: a configuration the failure detector

@@ -4,6 +4,7 @@
 #include <torch/optim/adam.h>
 
 #include <boost/test/unit_test.hpp>
+#include <fstream>
 
 #include "options_yaml.hpp"
 #include "support.hpp"
@@ -100,6 +101,22 @@ BOOST_AUTO_TEST_CASE(lstm_learns_parity_with_acot) {
   load_checkpoint(*model, path);
   BOOST_TEST(torch::equal(model->forward(tokens).argmax(-1), expected));
   BOOST_CHECK_THROW(load_checkpoint(*model, path + ".missing"), ConfigError);
+  // A checkpoint with flipped bytes is refused by its digest, in one line, never loaded.
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(path) / 2));
+    f.write("\x5a\x5a\x5a\x5a", 4);
+  }
+  try {
+    load_checkpoint(*model, path);
+    BOOST_FAIL("a damaged checkpoint was loaded");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST(std::string(e.what()) ==
+                   path +
+                       ": not a usable checkpoint (damaged: its bytes do not match their "
+                       "digest); delete it and rerun to train the configuration again",
+               e.what());
+  }
   test::run_command("rm -rf '" + spec.checkpoint_dir + "'");
 }
 
@@ -537,4 +554,43 @@ BOOST_AUTO_TEST_CASE(a_longer_limit_goes_on_from_where_a_shorter_one_failed) {
   BOOST_TEST(restarted.resumed_at == 0);
   require_same_run(restarted, whole);
   test::run_command("rm -rf '" + shorter.state_dir + "'");
+}
+
+// A state whose bytes were flipped (or cut short) is detected by its digest, reported in one
+// line, and not used: the training starts over, to the uninterrupted run's result.
+BOOST_AUTO_TEST_CASE(a_damaged_state_is_detected_and_not_resumed) {
+  TrialSpec spec = parity_trial(6, 40, 32, 1e-3, 300);
+  spec.cell.model = YAML::Load("{name: lstm, hidden: 32}");
+  spec.training.batch_size = 16;
+  const TrialResult whole = run_trial(spec, test::plugins());
+  spec.state_dir = test::temp_dir("damaged_states");
+  spec.state_every = 50;
+  spec.keep_states = "none";
+  const std::string file = spec.state_dir + "/" + spec.trajectory_key() + ".pt";
+  for (const char* damage : {"flip", "cut"}) {
+    StopAfter stop(175);
+    BOOST_TEST(to_string(run_trial(spec, test::plugins(), &stop).status) ==
+               std::string("cancelled"));
+    BOOST_REQUIRE(std::filesystem::exists(file));
+    const auto size = std::filesystem::file_size(file);
+    if (std::string(damage) == "flip") {  // 64 bytes in the middle, as a bad disk would
+      std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(size / 2));
+      f.write(std::string(64, '\x5a').c_str(), 64);
+    } else {
+      std::filesystem::resize_file(file, size - 100);
+    }
+    std::ostringstream said;
+    auto* old = std::cerr.rdbuf(said.rdbuf());
+    const TrialResult again = run_trial(spec, test::plugins());
+    std::cerr.rdbuf(old);
+    BOOST_TEST(again.resumed_at == 0, damage);
+    require_same_run(again, whole);
+    const std::string message = said.str();
+    BOOST_TEST(message.find(file + ": not a usable training state (" +
+                            (std::string(damage) == "flip" ? "damaged" : "cut short")) !=
+                   std::string::npos,
+               message);
+    BOOST_TEST(std::count(message.begin(), message.end(), '\n') == 1, message);  // one line
+  }
 }

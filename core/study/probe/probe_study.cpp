@@ -29,6 +29,7 @@
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "study/study.hpp"
+#include "train/archive_file.hpp"
 #include "train/components.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
@@ -119,7 +120,7 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
     run.progress.clear();
     errors += step.errors;
     const long chosen = chosen_configuration(step, [&](size_t i) {
-      return std::filesystem::exists(checkpoint_file(run, step.trials[i]));
+      return archive_file_problem(checkpoint_file(run, step.trials[i])).empty();
     });
     if (chosen < 0) {
       run.progress.log(context + ": no configuration finished (errors); rerun to retry");

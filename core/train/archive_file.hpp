@@ -1,0 +1,28 @@
+// LibTorch archives on disk (training states, checkpoints), written whole or not at all and
+// carrying a digest of their bytes: a file cut short, flipped or written by anything else is
+// detected when read, never trusted.
+#pragma once
+
+#include <string>
+
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+namespace induct {
+
+// Serializes `archive` in memory, then writes "induct-archive <digest> <bytes>\n" and the bytes
+// to a temporary file beside `path`, renamed over it. Throws std::runtime_error naming the file
+// when it cannot be written (a full disk); the temporary file is removed then.
+void write_archive_file(torch::serialize::OutputArchive& archive, const std::string& path);
+
+// Reads a file written by write_archive_file into `archive` (tensors onto `device`). Throws
+// std::runtime_error with a one-line reason when the file is not one (no header: written by an
+// earlier induct or by something else) or its bytes do not match its digest (damaged).
+void read_archive_file(torch::serialize::InputArchive& archive, const std::string& path,
+                       c10::optional<torch::Device> device = c10::nullopt);
+
+// Why the file at `path` is not a whole archive written by write_archive_file ("no such file",
+// "damaged: ..."), without loading it; "" when it verifies.
+std::string archive_file_problem(const std::string& path);
+
+}  // namespace induct
