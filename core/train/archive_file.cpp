@@ -81,8 +81,7 @@ void read_archive_file(torch::serialize::InputArchive& archive, const std::strin
   try {
     archive.load_from(bytes, device);
   } catch (const c10::Error& e) {
-    throw std::runtime_error(std::string("not a LibTorch archive: ") +
-                             e.what_without_backtrace());
+    throw std::runtime_error(std::string("not a LibTorch archive: ") + e.what_without_backtrace());
   }
 }
 

@@ -3,10 +3,10 @@
 // detected when read, never trusted.
 #pragma once
 
-#include <string>
-
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+
+#include <string>
 
 namespace induct {
 
