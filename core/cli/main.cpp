@@ -381,29 +381,42 @@ int command_status(const std::vector<std::string>& args) {
   return 0;
 }
 
-int command_report(const std::vector<std::string>& args) {
-  po::options_description options("report options");
+// A command on a study's output folder (report, export): its own options, the folder as the
+// first argument. Empty after printing the usage (--help, or no folder: then `vm` says which);
+// a ConfigError when the folder holds no results.sqlite.
+fs::path study_folder(const std::vector<std::string>& args, po::options_description& options,
+                      const std::string& usage, po::variables_map& vm) {
   options.add_options()("dir", po::value<std::string>(), "study output folder")(
-      "reference", po::value<std::string>(),
-      "a CSV of published values to set beside ours (docs/store.md, \"Published values\")")(
-      "factor", po::value<double>()->default_value(2),
-      "mark a value off by more than this factor from the published one")("help",
-                                                                          "help for this command");
+      "help", "help for this command");
   po::positional_options_description positional;
   positional.add("dir", 1);
-  po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
   po::notify(vm);
   if (vm.count("help") || !vm.count("dir")) {
-    std::cout << "usage: induct report DIR [--reference FILE [--factor F]]\n\nWrites the paper's "
-                 "tables and figures from DIR/results.sqlite into DIR (report.md lists them).\n\n"
-              << options;
-    return vm.count("help") ? 0 : 2;
+    std::cout << usage << "\n\n" << options;
+    return {};
   }
   const fs::path dir = vm["dir"].as<std::string>();
   if (!fs::exists(dir / "results.sqlite"))
     throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
                               dir.string() + " first)");
+  return dir;
+}
+
+int command_report(const std::vector<std::string>& args) {
+  po::options_description options("report options");
+  options.add_options()(
+      "reference", po::value<std::string>(),
+      "a CSV of published values to set beside ours (docs/store.md, \"Published values\")")(
+      "factor", po::value<double>()->default_value(2),
+      "mark a value off by more than this factor from the published one");
+  po::variables_map vm;
+  const fs::path dir = study_folder(
+      args, options,
+      "usage: induct report DIR [--reference FILE [--factor F]]\n\nWrites the paper's tables and "
+      "figures from DIR/results.sqlite into DIR (report.md lists them).",
+      vm);
+  if (dir.empty()) return vm.count("help") ? 0 : 2;
   const double factor = vm["factor"].as<double>();
   if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
   std::optional<induct::Reference> reference;
@@ -417,28 +430,18 @@ int command_report(const std::vector<std::string>& args) {
 
 int command_export(const std::vector<std::string>& args) {
   po::options_description options("export options");
-  options.add_options()("dir", po::value<std::string>(), "study output folder")(
-      "to", po::value<std::string>(), "folder to write (default DIR/export)")(
-      "format", po::value<std::string>()->default_value("csv"), "csv or jsonl")(
-      "help", "help for this command");
-  po::positional_options_description positional;
-  positional.add("dir", 1);
+  options.add_options()("to", po::value<std::string>(), "folder to write (default DIR/export)")(
+      "format", po::value<std::string>()->default_value("csv"), "csv or jsonl");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help") || !vm.count("dir")) {
-    std::cout << "usage: induct export DIR [--to PATH] [--format csv|jsonl]\n\nWrites the "
-                 "results in DIR/results.sqlite as tidy tables (docs/store.md, \"Export\").\n\n"
-              << options;
-    return vm.count("help") ? 0 : 2;
-  }
-  const fs::path dir = vm["dir"].as<std::string>();
+  const fs::path dir = study_folder(
+      args, options,
+      "usage: induct export DIR [--to PATH] [--format csv|jsonl]\n\nWrites the results in "
+      "DIR/results.sqlite as tidy tables (docs/store.md, \"Export\").",
+      vm);
+  if (dir.empty()) return vm.count("help") ? 0 : 2;
   const std::string format = vm["format"].as<std::string>();
   if (format != "csv" && format != "jsonl")
     throw induct::ConfigError("--format " + format + ": expected csv or jsonl");
-  if (!fs::exists(dir / "results.sqlite"))
-    throw induct::ConfigError(dir.string() + ": no results.sqlite here (run a study with --out " +
-                              dir.string() + " first)");
   const fs::path to = vm.count("to") ? fs::path(vm["to"].as<std::string>()) : dir / "export";
   induct::Store store(dir / "results.sqlite");
   const auto files = induct::export_store(

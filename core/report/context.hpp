@@ -65,6 +65,10 @@ struct Figure {
   std::vector<Series> series;
 };
 
+// Gives each series of `f` its own point type, dash and point size (lines with points), so that
+// identical curves show as overlapping, not as one.
+void distinguish_series(Figure& f);
+
 struct ReportContext;
 // The legend of compared() marks, with the reference file and factor ("" without a reference).
 std::string reference_legend(const ReportContext& report);

@@ -41,20 +41,27 @@ std::string not_learned_mark(NotLearned why) {
   return "";
 }
 
-NotLearnedReason not_learned_reason(const YAML::Node& outcome,
-                                    const std::vector<StoredTrial>& trials) {
+TrialsByCell trials_by_cell(const std::vector<StoredTrial>& trials) {
+  TrialsByCell by_cell;
+  for (const StoredTrial& t : trials) by_cell[cell_key(t.spec.cell)].push_back(&t);
+  return by_cell;
+}
+
+NotLearnedReason not_learned_reason(const YAML::Node& outcome, const TrialsByCell& trials) {
   NotLearnedReason reason;
   if (!outcome["cell"] || !outcome["n_max"]) return reason;
   if (!nstar_certified(outcome)) {
     reason.why = NotLearned::kDetector;
     return reason;
   }
-  const std::string key = cell_key(Cell::from_yaml(outcome["cell"]));
+  const auto of_cell = trials.find(cell_key(Cell::from_yaml(outcome["cell"])));
+  if (of_cell == trials.end()) return reason;
   const auto n_max = outcome["n_max"].as<uint64_t>();
   const YAML::Node settings = outcome["settings"];
   bool perfect = false;
-  for (const StoredTrial& t : trials) {
-    if (!t.result.finished() || t.spec.n != n_max || cell_key(t.spec.cell) != key) continue;
+  for (const StoredTrial* trial : of_cell->second) {
+    const StoredTrial& t = *trial;
+    if (!t.result.finished() || t.spec.n != n_max) continue;
     if (settings && settings["training"]) {
       const YAML::Node training = settings["training"];
       if (t.spec.training.max_steps != training["max_steps"].as<int64_t>() ||

@@ -4,6 +4,7 @@
 // Torch-free.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,16 @@ struct NotLearnedReason {
   size_t configurations = 0;       // finished trials it rests on
 };
 
+// The store's trials by their cell's key (cell_key(spec.cell)), computed once for every
+// outcome a report or a run asks about.
+using TrialsByCell = std::map<std::string, std::vector<const StoredTrial*>>;
+TrialsByCell trials_by_cell(const std::vector<StoredTrial>& trials);
+
 // The reason of a not-learned N* outcome (its stored YAML), from the store's trials: those of
 // its cell at its N_max with its settings (max_steps, epsilon, learning rates, seeds), when it
 // recorded them. Outcomes without the cell's number of states (stored by earlier versions)
 // are never kChance, only kPartial.
-NotLearnedReason not_learned_reason(const YAML::Node& outcome,
-                                    const std::vector<StoredTrial>& trials);
+NotLearnedReason not_learned_reason(const YAML::Node& outcome, const TrialsByCell& trials);
 
 // "budget", "chance", "partial", "detector", "" (unknown): the mark after "–" in tables.
 std::string not_learned_mark(NotLearned why);

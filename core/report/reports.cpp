@@ -135,6 +135,14 @@ std::string paper_task_name(const YAML::Node& task) {
   return component_label(task);
 }
 
+void distinguish_series(Figure& f) {
+  const int point_types[] = {7, 5, 9, 13, 11, 6, 4, 8};
+  for (size_t k = 0; k < f.series.size(); ++k)
+    f.series[k].style = "linespoints lw 2 pointsize " + format_number(1.2 + 0.4 * (k % 3), 2) +
+                        " pointtype " + std::to_string(point_types[k % 8]) + " dashtype " +
+                        std::to_string(k % 5 + 1);
+}
+
 std::string model_legend(const YAML::Node& model) {
   std::string text = model["name"] ? model["name"].as<std::string>() : "model";
   if (model["hidden"]) text += " " + model["hidden"].as<std::string>();

@@ -184,6 +184,12 @@ class Statement {
     sqlite3_bind_null(stmt_, i);
     return *this;
   }
+  // Ready to run again (the same SQL, new bindings): one prepared statement for many rows.
+  Statement& reset() {
+    sqlite3_reset(stmt_);
+    started_ = false;
+    return *this;
+  }
   // Text, or NULL when empty.
   Statement& text_or_null(int i, const std::string& v) { return v.empty() ? null(i) : text(i, v); }
   bool step() {
@@ -256,14 +262,19 @@ void write_trial_details(sqlite3* db, const std::filesystem::path& file, const s
     Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE trial = ?").c_str(), file);
     clear.text(1, key).step();
   }
-  for (const EvalPoint& point : result.history) {
-    Statement q(db, "INSERT OR REPLACE INTO histories VALUES (?, ?, ?, ?)", file);
-    q.text(1, key).integer(2, point.step).real(3, point.train_loss).real(4, point.val_loss).step();
-  }
+  Statement history(db, "INSERT OR REPLACE INTO histories VALUES (?, ?, ?, ?)", file);
+  for (const EvalPoint& point : result.history)
+    history.reset()
+        .text(1, key)
+        .integer(2, point.step)
+        .real(3, point.train_loss)
+        .real(4, point.val_loss)
+        .step();
   if (!result.finished()) return;  // a record's metrics are not measured
+  Statement q(db, "INSERT OR REPLACE INTO per_length VALUES (?, ?, ?, ?, ?, ?)", file);
   for (const LengthMetrics& m : result.last.per_length) {
-    Statement q(db, "INSERT OR REPLACE INTO per_length VALUES (?, ?, ?, ?, ?, ?)", file);
-    q.text(1, key)
+    q.reset()
+        .text(1, key)
         .integer(2, m.length)
         .integer(3, m.count)
         .real(4, m.loss)
@@ -320,9 +331,10 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
     Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE outcome = ?").c_str(), file);
     clear.text(1, key).step();
   }
-  if (kind == "sharing")
+  if (kind == "sharing") {
+    Statement k(db, "INSERT OR REPLACE INTO kappas VALUES (?, ?, ?, ?, ?, ?, ?)", file);
     for (const auto& row : value["lengths"]) {
-      Statement k(db, "INSERT OR REPLACE INTO kappas VALUES (?, ?, ?, ?, ?, ?, ?)", file);
+      k.reset();
       const bool learned = row["learned"].as<bool>();
       // An N* of 0 is "not learned": NULL, as the outcomes' nstar.
       auto count_or_null = [&k](int i, int64_t n) {
@@ -341,9 +353,11 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
         k.null(7);
       k.step();
     }
-  if (kind == "lengthgen")
+  }
+  if (kind == "lengthgen") {
+    Statement c(db, "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?, ?)", file);
     for (const auto& point : value["curve"]) {
-      Statement c(db, "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?, ?)", file);
+      c.reset();
       c.text(1, key)
           .integer(2, point[0].as<int64_t>())
           .integer(3, point[1].as<int64_t>())
@@ -355,6 +369,7 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
         c.null(6);
       c.step();
     }
+  }
 }
 
 // A value whose fields do not read (a record written by hand, or by another version) leaves

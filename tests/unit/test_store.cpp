@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(a_cell_not_learned_says_why) {
     Scripted s;
     s.trial(7, 1, 0.5);
     s.trial(7, 2, 1.0);
-    const NotLearnedReason r = not_learned_reason(s.outcome, s.trials);
+    const NotLearnedReason r = not_learned_reason(s.outcome, trials_by_cell(s.trials));
     BOOST_TEST(static_cast<int>(r.why) == static_cast<int>(NotLearned::kBudget));
     BOOST_TEST(r.configurations == 2u);
     BOOST_TEST(r.best_final_accuracy == 1.0);
@@ -239,20 +239,22 @@ BOOST_AUTO_TEST_CASE(a_cell_not_learned_says_why) {
     Scripted s;
     s.trial(7, 1, 0.5);
     s.trial(7, 2, 0.54);
-    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, s.trials).why) == "chance");
+    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
+               "chance");
   }
   {  // above chance, not perfect
     Scripted s;
     s.trial(7, 1, 0.5);
     s.trial(7, 2, 0.8);
-    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, s.trials).why) == "partial");
+    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
+               "partial");
   }
   {  // a perfect trial at another N, or under another max_steps, does not count
     Scripted s;
     s.trial(7, 1, 0.5);
     s.trial(4, 2, 1.0);
     s.trial(7, 2, 1.0, 200);
-    const NotLearnedReason r = not_learned_reason(s.outcome, s.trials);
+    const NotLearnedReason r = not_learned_reason(s.outcome, trials_by_cell(s.trials));
     BOOST_TEST(not_learned_mark(r.why) == "chance");
     BOOST_TEST(r.configurations == 1u);
   }
@@ -260,17 +262,19 @@ BOOST_AUTO_TEST_CASE(a_cell_not_learned_says_why) {
     Scripted s;
     s.outcome["certified"] = false;
     s.trial(7, 1, 1.0);
-    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, s.trials).why) == "detector");
+    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
+               "detector");
   }
   {  // no trial at N_max: unknown, no mark
     Scripted s;
     s.trial(4, 1, 1.0);
-    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, s.trials).why) == "");
+    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) == "");
   }
   {  // an outcome without the number of states (stored earlier) is never "chance"
     Scripted s;
     s.outcome.remove("states");
     s.trial(7, 1, 0.5);
-    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, s.trials).why) == "partial");
+    BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
+               "partial");
   }
 }

@@ -197,13 +197,8 @@ void LengthGenStudy::report(ReportContext& report) const {
     write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
     report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");
   }
-  // Each curve its own point type and dash: identical curves show as overlapping, not as one.
-  const int point_types[] = {7, 5, 9, 13, 11, 6, 4, 8};
   for (auto& [which, f] : lengthgen_figures) {
-    for (size_t k = 0; k < f.series.size(); ++k)
-      f.series[k].style = "linespoints lw 2 pointsize " + std::to_string(1.2 + 0.4 * (k % 3)) +
-                          " pointtype " + std::to_string(point_types[k % 8]) + " dashtype " +
-                          std::to_string(k % 5 + 1);
+    distinguish_series(f);
     f.extra +=
         "set arrow from graph 0, first 0 to graph 1, first 0 nohead dashtype 3 lc 'gray40'\n";
     report.figures.push_back(f);

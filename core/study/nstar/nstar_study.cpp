@@ -41,7 +41,8 @@ int NstarStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
   cost.header = {"cell", "search steps", "trials trained now", "optimisation steps (all trials)"};
   size_t incomplete = 0, uncertified = 0, budget = 0, reasons = 0;
   const std::vector<SearchRecord> searches = run_searches(run, cells, search_);
-  const std::vector<StoredTrial> trials = run.store.all();
+  const std::vector<StoredTrial> stored = run.store.all();
+  const TrialsByCell trials = trials_by_cell(stored);
   for (size_t c = 0; c < cells.size(); ++c) {
     const SearchRecord& s = searches[c];
     incomplete += !s.complete;
@@ -96,6 +97,7 @@ void NstarStudy::report(ReportContext& report) const {
   };
   std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
   bool reasons = false;  // some not-learned cell says why
+  const TrialsByCell trials = trials_by_cell(report.trials);
   for (const StoredOutcome* o : report.latest("nstar")) {
     const YAML::Node cell = o->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
@@ -105,7 +107,7 @@ void NstarStudy::report(ReportContext& report) const {
     const auto n = o->value["nstar"].as<uint64_t>();
     std::string shown = format_nstar(learned, n, nstar_certified(o->value));
     if (!learned && nstar_certified(o->value)) {
-      const std::string mark = not_learned_mark(not_learned_reason(o->value, report.trials).why);
+      const std::string mark = not_learned_mark(not_learned_reason(o->value, trials).why);
       if (!mark.empty()) {
         shown += " (" + mark + ")";
         reasons = true;

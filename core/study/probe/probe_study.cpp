@@ -284,15 +284,10 @@ void ProbeStudy::report(ReportContext& report) const {
       "at the changed action's position / at the readout. depth: hook index over the "
       "last index.",
       table);
-  // Each model its own point type and dash: identical curves (a recurrent layer's readout
-  // patched, 1 by construction) show as overlapping, not as one.
-  const int point_types[] = {7, 5, 9, 13, 11, 6, 4, 8};
+  // Identical curves (a recurrent layer's readout patched, 1 by construction) stay visible.
   for (auto& [which, pair] : figures)
     for (Figure* f : {&pair.first, &pair.second}) {
-      for (size_t k = 0; k < f->series.size(); ++k)
-        f->series[k].style = "linespoints lw 2 pointsize " + std::to_string(1.2 + 0.4 * (k % 3)) +
-                             " pointtype " + std::to_string(point_types[k % 8]) + " dashtype " +
-                             std::to_string(k % 5 + 1);
+      distinguish_series(*f);
       report.figures.push_back(*f);
     }
 }

@@ -214,14 +214,9 @@ void SharingStudy::report(ReportContext& report) const {
       compared.series.push_back({model_legend(o->value["model"]), k.points, false});
   }
   // Worth a figure of its own only when it compares.
-  // Each model its own point type and dash: identical curves show as overlapping, not as one.
-  const int point_types[] = {7, 5, 9, 13, 11};
   for (auto& [which, f] : kappa_compared) {
     if (f.series.size() < 2) continue;
-    for (size_t m = 0; m < f.series.size(); ++m)
-      f.series[m].style = "linespoints lw 2 pointsize " + std::to_string(1.2 + 0.4 * (m % 3)) +
-                          " pointtype " + std::to_string(point_types[m % 5]) + " dashtype " +
-                          std::to_string(m % 5 + 1);
+    distinguish_series(f);
     report.figures.push_back(f);
   }
   if (!kappa.cells.empty())
