@@ -76,7 +76,7 @@ std::string settings_text(const YAML::Node& settings) {
   text += training["stall_window"]
               ? ", failure detector (window " + training["stall_window"].as<std::string>() + ")"
               : ", no failure detector";
-  if (settings["search"] && settings["search"]["certify"]) text += ", certified";
+  if (settings["search"] && settings["search"]["certify"]) text += ", search.certify";
   return text;
 }
 
@@ -273,8 +273,17 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
 }  // namespace
 
 std::vector<std::string> trial_columns() {
-  return {"N",         "lr",     "seed", "status", "steps", "best val loss", "final-state acc",
-          "token acc", "seconds"};
+  return {"N",
+          "lr",
+          "seed",
+          "status",
+          "steps",
+          "best val loss",
+          "final-state acc",
+          "token acc",
+          "stopped by",
+          "resumed at",
+          "seconds"};
 }
 
 std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
@@ -287,6 +296,8 @@ std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
           measured ? format_number(r.best_loss, 4) : "-",
           measured ? format_number(r.last.final_accuracy, 4) : "-",
           measured ? format_number(r.last.token_accuracy, 4) : "-",
+          r.stalled ? r.stopped_by : "-",
+          r.resumed_at > 0 ? std::to_string(r.resumed_at) : "-",
           format_number(r.seconds, 3)};
 }
 
@@ -327,11 +338,13 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
     trials.rows.push_back(row);
   }
   if (!trials.rows.empty())
-    report.write_table("trials", "Every training in the store",
-                       "One row per configuration (cell, N, learning rate, seed) trained, in the "
-                       "order stored; cancelled: stopped because another configuration of its step "
-                       "succeeded.",
-                       trials);
+    report.write_table(
+        "trials", "Every training in the store",
+        "One row per configuration (cell, N, learning rate, seed) trained, in the "
+        "order stored; cancelled: stopped because another configuration of its step "
+        "succeeded; stopped by: the failure detector's rule that stopped it; resumed "
+        "at: the step of the saved state it went on from (steps counts from 0).",
+        trials);
 
   // Every comparison with a published value, one row each (the tables show them in place).
   if (reference) {

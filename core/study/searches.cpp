@@ -75,7 +75,7 @@ struct Slot {
 struct Step {
   uint64_t n = 0;
   int number = 0;           // 1-based within its search
-  bool certifying = false;  // a decisive failure re-run without the detector (search.certify)
+  bool certifying = false;  // a failure re-run without the detector (search.certify)
   std::vector<Slot> slots;  // most promising first
   int running = 0;
   size_t errors = 0;
@@ -95,7 +95,7 @@ struct CellSearch {
   size_t index = 0;
   std::string key, context;
   std::unique_ptr<NstarSearch> machine;  // null: decided without searching (stored, N_max 0)
-  // Decided sizes: a step's outcome, or success where certification overturned a failure.
+  // Decided sizes (a size tested again is not run again).
   std::map<uint64_t, bool> known;
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<Rank> ranks;
@@ -128,7 +128,17 @@ class Searches final : public TrialSource {
       s->context = cell_context(config_, i, cells.size(), cells[i].label);
       s->ranks.assign(grid_.size(), Rank{});
       s->record.n_max = cells[i].plan.n_max;
-      if (auto stored = run_.store.find_outcome(s->key)) {
+      auto stored = run_.store.find_outcome(s->key);
+      // An outcome stored before each failure on its path was checked (it has no `failures`)
+      // may rest on a detector's verdict it calls proven: searched again from the stored
+      // trainings (nothing is trained again; with certify, the unproven failures are).
+      if (stored && !stored->value["failures"] && config_.training.stall_window > 0) {
+        run_.progress.log(s->context +
+                          ": the stored outcome checked only its deciding failure; "
+                          "searching again from the stored trainings");
+        stored.reset();
+      }
+      if (stored) {
         s->record.stored = true;
         s->record.learned = stored->value["learned"].as<bool>();
         s->record.nstar = stored->value["nstar"].as<uint64_t>();
@@ -216,7 +226,7 @@ class Searches final : public TrialSource {
     // is decided, so its training state would never be used.
     if (result.status == TrialStatus::kCancelled) slot.trial.discard_state();
     if (result.status != TrialStatus::kCancelled || result.steps > 0) ++s.record.trained;
-    s.record.optimisation_steps += result.steps;
+    s.record.optimisation_steps += result.trained_steps();
     std::vector<size_t> cancel;
     if (result.status == TrialStatus::kError) {
       ++step.errors;
@@ -254,6 +264,10 @@ class Searches final : public TrialSource {
     if (result.succeeded()) s.ranks[config] = Rank{step_number};
   }
 
+  // A decided step tells the search its outcome. With search.certify, a failure the failure
+  // detector had a hand in is first re-run without it (its stopped configurations go on from
+  // their saved states): the search learns only proven failures, so it takes the paper's path
+  // and tests no size that path would not (docs/method.md section 5a).
   void decide(CellSearch& s, Step& step) {
     step.decided = true;
     if (!step.success && step.errors > 0) {
@@ -261,27 +275,23 @@ class Searches final : public TrialSource {
       s.over = true;
       return;
     }
-    if (!step.certifying) {
-      s.known[step.n] = step.success;
-      s.machine->report(step.success);
+    if (step.certifying) {
+      ++s.record.certification_steps;
+      if (step.success)
+        run_.progress.log(s.context + " | N=" + std::to_string(step.n) +
+                          " succeeds without the failure detector: the search goes on below it");
+    } else if (!step.success && search_.certify && proof_of(s, step.n) == Proof::kVerdict) {
+      const auto judged = std::count_if(step.slots.begin(), step.slots.end(),
+                                        [](const Slot& o) { return o.judged; });
+      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + ": " +
+                        std::to_string(judged) + " of " + std::to_string(step.slots.size()) +
+                        " configurations were stopped by the failure detector; certifying "
+                        "without it");
+      open_step(s, step.n, &step);
       return;
     }
-    ++s.record.certification_steps;
-    if (step.success) {
-      // The search the paper's procedure runs: the same machine from the start, every size
-      // decided as now known (each tested size's step is reused, not run again).
-      run_.progress.log(s.context + " | N=" + std::to_string(step.n) +
-                        " succeeds without the failure detector: the search goes on below it");
-      s.known[step.n] = true;
-      s.machine = std::make_unique<NstarSearch>(s.record.n_max, search_);
-    }
-  }
-
-  // The failure that decides the outcome: the largest failure below N*, or N_max when not
-  // learned (0: none, N* = 1 or the search tested nothing).
-  static uint64_t decisive_failure(const SearchOutcome& outcome) {
-    if (outcome.learned) return outcome.largest_failure;
-    return outcome.steps.empty() ? 0 : outcome.steps.front().n;
+    s.known[step.n] = step.success;
+    s.machine->report(step.success);
   }
 
   // The step that tested size n (the certifying one, or the search's own).
@@ -291,27 +301,31 @@ class Searches final : public TrialSource {
     return nullptr;
   }
 
-  // At the end of a search: proven when the decisive failure's configurations all ran to
-  // their end (or, re-run without the detector, all failed again); otherwise, with
-  // search.certify, re-runs those the detector stopped. Returns true when the search is over.
-  bool certify(CellSearch& s) {
-    const uint64_t n = decisive_failure(s.machine->outcome());
-    const Step* own = n ? step_at(s, n, false) : nullptr;
-    const Step* rerun = n ? step_at(s, n, true) : nullptr;
-    size_t judged = 0;
-    if (own)
-      for (const Slot& o : own->slots) judged += o.judged;
-    const bool proven = judged == 0 || (rerun && rerun->decided && !rerun->success);
-    if (proven || rerun || !search_.certify) {
-      s.record.certified = proven;
-      return true;
-    }
-    run_.progress.log(
-        s.context + " | N=" + std::to_string(n) + ": " + std::to_string(judged) + " of " +
-        std::to_string(own->slots.size()) +
-        " configurations were stopped by the failure detector; certifying without it");
-    open_step(s, n, own);
-    return false;
+  // How a failure on the search's path is known (docs/method.md section 5a).
+  enum class Proof {
+    kRan,      // no configuration was stopped by the failure detector
+    kRerun,    // those it stopped failed again without it (search.certify)
+    kVerdict,  // the failure detector's verdict: the paper's procedure might see a success
+  };
+  static const char* to_string(Proof proof) {
+    return proof == Proof::kRan ? "ran" : proof == Proof::kRerun ? "rerun" : "verdict";
+  }
+  static Proof proof_of(const CellSearch& s, uint64_t n) {
+    const Step* own = step_at(s, n, false);
+    if (!own ||
+        std::none_of(own->slots.begin(), own->slots.end(), [](const Slot& o) { return o.judged; }))
+      return Proof::kRan;
+    const Step* rerun = step_at(s, n, true);
+    return rerun && rerun->decided && !rerun->success ? Proof::kRerun : Proof::kVerdict;
+  }
+
+  // Every failure on a search's path steered it (the sizes it tested after depend on it), so
+  // its N* is the paper's only when each is proven.
+  static bool all_proven(const CellSearch& s) {
+    const auto& tested = s.machine->outcome().steps;
+    return std::none_of(tested.begin(), tested.end(), [&](const SearchStep& t) {
+      return !t.success && proof_of(s, t.n) == Proof::kVerdict;
+    });
   }
 
   // Opens the next step of a search whose current one is decided (reusing stored trials, which
@@ -325,7 +339,8 @@ class Searches final : public TrialSource {
           s.machine->report(known->second);
         else
           open_step(s, *n);
-      } else if (certify(s)) {
+      } else {
+        s.record.certified = all_proven(s);
         s.over = true;
       }
     }
@@ -357,7 +372,7 @@ class Searches final : public TrialSource {
       if (auto stored = run_.store.find_finished(slot.trial.key())) {
         slot.state = SlotState::kDone;
         slot.judged = stored->stalled;
-        s.record.optimisation_steps += stored->steps;
+        s.record.optimisation_steps += stored->trained_steps();
         learn(s, k, step->number, *stored);
         step->success = step->success || stored->succeeded();
       }
@@ -417,6 +432,18 @@ class Searches final : public TrialSource {
         if (step->certifying) certification.push_back({step->n, step->success});
       value["certification"] = sizes(certification);
       value["steps"] = sizes(outcome.steps);
+      // How each failure on the path is known: ran (no detector stop), rerun (failed again
+      // without the detector) or verdict (the detector's, unproven).
+      YAML::Node failures(YAML::NodeType::Sequence);
+      for (const SearchStep& tested : outcome.steps) {
+        if (tested.success) continue;
+        YAML::Node row(YAML::NodeType::Sequence);
+        row.SetStyle(YAML::EmitterStyle::Flow);
+        row.push_back(tested.n);
+        row.push_back(to_string(proof_of(s, tested.n)));
+        failures.push_back(row);
+      }
+      value["failures"] = failures;
       run_.store.put_outcome({s.key, config_.name, "nstar", s.cell->label, value, ""});
     }
     ++finished_;

@@ -141,7 +141,7 @@ struct SearchRecord {
   // proven: every configuration ran to max_steps or diverged, or ran so when certified
   // (search.certify). false: it is the failure detector's verdict, and N* an upper bound.
   bool certified = true;
-  size_t certification_steps = 0;  // decisive failures re-run without the detector
+  size_t certification_steps = 0;  // failures re-run without the detector
 };
 // "N* = 12", "not learned at N_max = 500", "... (stored)", "incomplete (...)"; an uncertified
 // N* says so.

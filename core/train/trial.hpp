@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -136,6 +137,9 @@ struct TrialResult {
   std::string error;
 
   bool succeeded() const { return status == TrialStatus::kSucceeded; }
+  // The steps this training ran itself: those after the saved state it went on from (the ones
+  // before were counted where they ran). `steps` stays the total of the trajectory.
+  int64_t trained_steps() const { return steps - std::min(resumed_at, steps); }
   // Succeeded, failed or diverged: a result. Cancelled and error rows are records, run again.
   bool finished() const {
     return status == TrialStatus::kSucceeded || status == TrialStatus::kFailed ||

@@ -260,7 +260,9 @@ BOOST_AUTO_TEST_CASE(a_cell_not_learned_says_why) {
   }
   {  // the detector's verdict, not proven
     Scripted s;
+    s.outcome["stall_window"] = 100;
     s.outcome["certified"] = false;
+    s.outcome["failures"].push_back(YAML::Load("[7, verdict]"));
     s.trial(7, 1, 1.0);
     BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
                "detector");
