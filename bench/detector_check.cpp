@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> stores;
   bool quiet = false;
   int64_t project_to = 0;
+  std::string plateau_level = "task";
   po::options_description options("detector_check STORE... [rules]");
   options.add_options()("help,h", "this help")("store", po::value(&stores)->multitoken(),
                                                "ground-truth results.sqlite files")(
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
       "training.plateau_patience (0: off)")(
       "memorised", po::value(&rules.memorised_loss)->default_value(rules.memorised_loss),
       "training.memorised_loss (0: off)")(
+      "plateau-level", po::value(&plateau_level)->default_value(plateau_level),
+      "training.plateau_level: task or validation")(
       "no-plateau", "replay without the chance loss (the detector before plateaus were known)")(
       "project-to", po::value(&project_to)->default_value(0),
       "also the steps at this limit (e.g. 250000), if the failures within the ground truth's limit "
@@ -98,6 +101,12 @@ int main(int argc, char** argv) {
     return stores.empty() ? 2 : 0;
   }
   const bool use_plateau = !vm.count("no-plateau");
+  try {
+    rules.plateau_level = plateau_level_from(plateau_level);
+  } catch (const std::exception& e) {
+    std::cerr << "detector_check: --plateau-level: " << e.what() << "\n";
+    return 2;
+  }
   configure_process(1);
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));
@@ -133,7 +142,10 @@ int main(int argc, char** argv) {
     const TrialResult& r = t.result;
     double chance = 0;
     if (use_plateau) {
-      chance = r.chance_loss;
+      // A store of the same level knows it; ground truth (no detector) does not.
+      if (t.spec.training.stall_window > 0 &&
+          t.spec.training.plateau_level == rules.plateau_level)
+        chance = r.chance_loss;
       if (chance <= 0) {
         const std::string key =
             yaml::flow(t.spec.cell.to_yaml()) + " " + std::to_string(t.spec.seed);
@@ -145,7 +157,7 @@ int main(int argc, char** argv) {
           if (on_training) split = make_split(cell.data, t.spec.n, t.spec.seed);
           ExampleSet set(on_training ? split.train : split.validation, *cell.transitions,
                          *cell.format, cell.vocab);
-          found = chance_of.emplace(key, chance_loss(set)).first;
+          found = chance_of.emplace(key, plateau_loss(cell, set, rules.plateau_level)).first;
         }
         chance = found->second;
       }

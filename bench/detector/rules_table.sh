@@ -3,6 +3,8 @@
 # <study>/results.sqlite, or the saved results/*.sqlite.gz when none is given), then each rule
 # set replayed by detector_check on all of them, one markdown row per rule set.
 #   bench/detector/rules_table.sh [OUT_DIR]
+# PLATEAU_LEVEL=validation replays with the chance loss of each validation set instead of the
+# task's (training.plateau_level).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -26,8 +28,9 @@ for db in $stores; do
 | $(sqlite3 "$db" "SELECT count(*) $q AND status = 'succeeded'") |"
 done
 echo
-base="--improvement 0.1 --projection 0 --margin 0.2 --project-to 250000"
-echo "| rules (improvement 0.1, no projection, plateau margin 0.2) | false failures | failures stopped | steps saved (ground truth's limit) | steps saved at 250,000 |"
+level=${PLATEAU_LEVEL:-task}
+base="--improvement 0.1 --projection 0 --margin 0.2 --plateau-level $level --project-to 250000"
+echo "| rules (improvement 0.1, no projection, plateau margin 0.2 of the $level chance loss) | false failures | failures stopped | steps saved (ground truth's limit) | steps saved at 250,000 |"
 echo "|---|---|---|---|---|"
 while IFS='|' read -r label rules; do
   # shellcheck disable=SC2086

@@ -99,7 +99,8 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
   for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction",
-                          "plateau_margin", "plateau_patience", "memorised_loss"})
+                          "plateau_margin", "plateau_level", "plateau_patience",
+                          "memorised_loss"})
     if (s.stall_window == 0 && training.has(key))
       training.fail(key, "needs training.stall_window (the failure detector is off without it)");
   if (s.stall_window > 0) {
@@ -118,6 +119,12 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
     s.plateau_margin = training.get<double>("plateau_margin", s.plateau_margin);
     if (!(s.plateau_margin >= 0 && s.plateau_margin < 1))
       training.fail("plateau_margin", "must be in [0, 1) (0: no plateau protection)");
+    const auto level = training.get<std::string>("plateau_level", to_string(s.plateau_level));
+    if (level != "task" && level != "validation")
+      training.fail("plateau_level",
+                    "must be task (the chance loss over the cell's sequences) or validation "
+                    "(over the validation set's own targets)");
+    s.plateau_level = plateau_level_from(level);
     s.plateau_patience = at_least(training, "plateau_patience", s.plateau_patience, 0);
     if (s.plateau_patience % s.eval_every != 0)
       training.fail("plateau_patience",

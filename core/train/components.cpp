@@ -193,6 +193,16 @@ CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
                         cell.validation, cell.n_cap);
 }
 
+double plateau_loss(const CellData& cell, const ExampleSet& validation,
+                    TrainSettings::PlateauLevel level) {
+  if (level == TrainSettings::PlateauLevel::kValidation) return chance_loss({&validation});
+  const uint64_t n = std::min(plan_data(cell.data).n_max, kPlateauSample);
+  const Split split = make_split(cell.data, n, derive_seed(0, {kPlateau}));
+  ExampleSet train(split.train, *cell.transitions, *cell.format, cell.vocab);
+  ExampleSet held(split.validation, *cell.transitions, *cell.format, cell.vocab);
+  return chance_loss({&train, &held});
+}
+
 TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                       TrainObserver* observer, SplitCache* cache,
                       const Measurements* measurements) {
@@ -207,6 +217,9 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
                          {cell.vocab.size(), spec.max_length, cell.vocab.pad()}, spec.seed, device);
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
+  if (spec.training.stall_window > 0)
+    data.chance_loss = plateau_loss(cell, validation.size() > 0 ? validation : train,
+                                    spec.training.plateau_level);
   StateFile state;
   if (!spec.state_dir.empty()) {
     state.path = spec.state_path();

@@ -68,6 +68,14 @@ CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& ta
                         const std::string& format, const std::string& distribution, int L,
                         const ValidationPolicy& validation, uint64_t n_cap);
 
+// The failure detector's plateau reference for a cell's trials (TrainSettings::plateau_level):
+// kTask, the chance loss over the cell's sequences (all of them where the space holds at most
+// kPlateauSample besides the validation set, else a fixed draw of that many: the same for every
+// N and seed); kValidation, over `validation` (the set the trial evaluates on).
+inline constexpr uint64_t kPlateauSample = 4096;
+double plateau_loss(const CellData& cell, const ExampleSet& validation,
+                    TrainSettings::PlateauLevel level);
+
 struct Measurements;  // train/measurement.hpp
 
 // One whole trial: data, model, training, then the measurements the trial names (looked up in

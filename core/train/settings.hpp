@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace induct {
 
@@ -28,16 +29,24 @@ struct TrainSettings {
   //   (> 0) and its best validation loss has not fallen by stall_improvement over the window;
   // - plateau: after plateau_patience steps (> 0) it has not left its starting plateau.
   // The starting plateau: best validation loss at or above (1 - plateau_margin) x the cell's
-  // chance loss (the entropy of the targets' marginal distribution). There a configuration is
-  // never stalled: parity with Outcome supervision sits at ln 2 for thousands of steps before
-  // it learns.
+  // chance loss (the entropy of the targets' marginal distribution, over the task's sequences
+  // or the validation set: plateau_level). There a configuration is never stalled: parity with
+  // Outcome supervision sits at ln 2 for thousands of steps before it learns.
   int64_t stall_window = 0;
   double stall_improvement = 0.01;
   double stall_projection = 0;
   double stall_fraction = 0;
   double plateau_margin = 0.2;
+  // Where the chance loss is measured: kTask, over the cell's sequences (ln 2 for Outcome
+  // parity, whatever the split); kValidation, over the validation set's own targets (a small
+  // set's labels are rarely balanced: 0.45 for a 5/1 split of parity).
+  enum class PlateauLevel { kTask, kValidation };
+  PlateauLevel plateau_level = PlateauLevel::kTask;
   int64_t plateau_patience = 0;
   double memorised_loss = 0;
 };
+
+const char* to_string(TrainSettings::PlateauLevel level);  // "task", "validation"
+TrainSettings::PlateauLevel plateau_level_from(const std::string& text);  // throws: names both
 
 }  // namespace induct

@@ -166,20 +166,21 @@ Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss,
              : Verdict::kGoOn;
 }
 
-double chance_loss(const ExampleSet& set) {
+double chance_loss(const std::vector<const ExampleSet*>& sets) {
   std::map<int64_t, double> counts;
   double total = 0;
   std::vector<int64_t> tokens, targets;
-  for (size_t i = 0; i < set.size(); ++i) {
-    tokens.resize(set.width(i));
-    targets.resize(set.width(i));
-    set.encode(i, tokens.data(), targets.data());
-    for (int64_t t : targets)
-      if (t != kNoTarget) {
-        counts[t] += 1;
-        total += 1;
-      }
-  }
+  for (const ExampleSet* set : sets)
+    for (size_t i = 0; i < set->size(); ++i) {
+      tokens.resize(set->width(i));
+      targets.resize(set->width(i));
+      set->encode(i, tokens.data(), targets.data());
+      for (int64_t t : targets)
+        if (t != kNoTarget) {
+          counts[t] += 1;
+          total += 1;
+        }
+    }
   double entropy = 0;
   for (const auto& [target, count] : counts) entropy -= count / total * std::log(count / total);
   return entropy;
@@ -338,7 +339,7 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
   result.best_loss = std::numeric_limits<double>::infinity();
   const ExampleSet& eval_set = data.validation.size() > 0 ? data.validation : data.train;
   result.validated_on_training = data.validation.size() == 0;
-  if (settings.stall_window > 0) result.chance_loss = chance_loss(eval_set);
+  if (settings.stall_window > 0) result.chance_loss = data.chance_loss;
 
   // A saved state of this trajectory: its parameters are loaded before the optimizer takes them.
   std::optional<SavedState> saved;

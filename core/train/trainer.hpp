@@ -24,6 +24,8 @@ struct TrainData {
   const ExampleSet& validation;  // empty: evaluate on the training set (tiny spaces)
   int64_t pad = 0;
   bool ascending = false;  // batches in ascending length within each pass
+  // The failure detector's plateau reference (TrainSettings::plateau_level; plateau_loss).
+  double chance_loss = 0;
 };
 
 // Where a training keeps its state: the parameters and buffers, Adam's moments, the data
@@ -61,10 +63,10 @@ const char* to_string(Verdict verdict);  // "" for kGoOn, else the rule's name
 Verdict failure_verdict(const std::vector<EvalPoint>& history, double best_loss, double chance_loss,
                         const TrainSettings& settings);
 
-// The loss of predicting the marginal distribution of the set's targets (its entropy): the
-// validation loss of a model that has learned nothing about the sequences. ln 2 for parity
-// with Outcome supervision.
-double chance_loss(const ExampleSet& set);
+// The loss of predicting the marginal distribution of the sets' targets together (its
+// entropy): the loss of a model that has learned nothing about the sequences. ln 2 for parity
+// with Outcome supervision over a balanced set.
+double chance_loss(const std::vector<const ExampleSet*>& sets);
 
 // Loss, token accuracy and final-state accuracy (teacher forcing), overall and per length.
 EvalMetrics evaluate(SequenceModel& model, const ExampleSet& set, int64_t pad, int64_t batch_size,

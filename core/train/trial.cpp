@@ -74,6 +74,16 @@ std::string TrialSpec::configuration() const {
   return "lr=" + format_number(lr, 3) + " seed=" + std::to_string(seed);
 }
 
+const char* to_string(TrainSettings::PlateauLevel level) {
+  return level == TrainSettings::PlateauLevel::kTask ? "task" : "validation";
+}
+
+TrainSettings::PlateauLevel plateau_level_from(const std::string& text) {
+  if (text == "task") return TrainSettings::PlateauLevel::kTask;
+  if (text == "validation") return TrainSettings::PlateauLevel::kValidation;
+  throw std::invalid_argument("unknown plateau level '" + text + "' (task, validation)");
+}
+
 std::string describe_detector(const TrainSettings& t) {
   if (t.stall_window <= 0) return "none";
   std::string text = "window " + std::to_string(t.stall_window) + ", improvement " +
@@ -81,6 +91,8 @@ std::string describe_detector(const TrainSettings& t) {
   if (t.stall_projection > 0) text += ", projection " + format_number(t.stall_projection);
   if (t.stall_fraction > 0) text += ", fraction " + format_number(t.stall_fraction);
   text += ", plateau margin " + format_number(t.plateau_margin);
+  if (t.plateau_level != TrainSettings::PlateauLevel::kTask)
+    text += std::string(" of the ") + to_string(t.plateau_level) + " set's chance loss";
   if (t.plateau_patience > 0) text += ", plateau patience " + std::to_string(t.plateau_patience);
   if (t.memorised_loss > 0) text += ", memorised below " + format_number(t.memorised_loss);
   return text;
@@ -101,6 +113,8 @@ YAML::Node to_yaml(const TrainSettings& t) {
     if (t.stall_projection > 0) node["stall_projection"] = exact(t.stall_projection);
     if (t.stall_fraction > 0) node["stall_fraction"] = exact(t.stall_fraction);
     node["plateau_margin"] = exact(t.plateau_margin);
+    // Only the task's level: trials stored before it existed measured the validation set's.
+    if (t.plateau_level == TrainSettings::PlateauLevel::kTask) node["plateau_level"] = "task";
     if (t.plateau_patience > 0) node["plateau_patience"] = t.plateau_patience;
     if (t.memorised_loss > 0) node["memorised_loss"] = exact(t.memorised_loss);
   }
@@ -153,6 +167,8 @@ TrialSpec TrialSpec::from_yaml(const YAML::Node& node) {
     if (t["stall_projection"]) spec.training.stall_projection = t["stall_projection"].as<double>();
     if (t["stall_fraction"]) spec.training.stall_fraction = t["stall_fraction"].as<double>();
     spec.training.plateau_margin = t["plateau_margin"].as<double>();
+    spec.training.plateau_level =
+        plateau_level_from(t["plateau_level"].as<std::string>("validation"));
     if (t["plateau_patience"]) spec.training.plateau_patience = t["plateau_patience"].as<int64_t>();
     if (t["memorised_loss"]) spec.training.memorised_loss = t["memorised_loss"].as<double>();
   }

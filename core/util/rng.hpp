@@ -33,6 +33,7 @@ enum StreamLabel : uint64_t {
   kDataOrder = 3,       // the order of batches
   kGeneralization = 4,  // fresh sequences for length generalization
   kProbe = 5,           // fresh sequences for probes, ablation and patching
+  kPlateau = 6,         // the sequences the failure detector's chance loss is measured on
 };
 
 // xoshiro256** (Blackman and Vigna).

@@ -287,6 +287,39 @@ BOOST_AUTO_TEST_CASE(failure_detector_never_stops_a_run_on_its_starting_plateau)
   BOOST_TEST(to_string(verdict) == std::string("plateau"));
 }
 
+// The plateau reference on a tiny split (Fixed L = 5 Outcome parity: 32 sequences, 6 of them
+// validation, split 5/1 for seed 10): the task's chance loss is ln 2 whatever the split, as
+// docs/method.md section 5a says; the validation set's own is its labels' entropy.
+BOOST_AUTO_TEST_CASE(the_plateau_level_is_the_tasks_chance_loss_or_the_validation_sets) {
+  Cell cell;
+  cell.task = YAML::Load("{name: modular, m: 2}");
+  cell.format = "outcome";
+  cell.distribution = "fixed";
+  cell.L = 5;
+  cell.n_cap = 16'000'000;
+  const CellData data = make_cell_data(test::plugins(), cell);
+  const double ln2 = std::log(2.0);
+  const double five_one = -(5.0 / 6 * std::log(5.0 / 6) + 1.0 / 6 * std::log(1.0 / 6));
+  for (uint64_t seed : {10, 20, 30}) {
+    const Split split = make_split(data.data, 26, seed);
+    BOOST_REQUIRE(split.validation.size() == 6u);
+    ExampleSet validation(split.validation, *data.transitions, *data.format, data.vocab);
+    BOOST_TEST(std::abs(plateau_loss(data, validation, TrainSettings::PlateauLevel::kTask) - ln2) <
+               1e-12);
+    const double own = plateau_loss(data, validation, TrainSettings::PlateauLevel::kValidation);
+    BOOST_TEST(own <= ln2 + 1e-12);
+    if (seed == 10) BOOST_TEST(std::abs(own - five_one) < 1e-12, own);  // the 5/1 split
+  }
+  // Z_3 over 3^4 sequences: ln 3.
+  cell.task = YAML::Load("{name: modular, m: 3}");
+  cell.L = 4;
+  const CellData z3 = make_cell_data(test::plugins(), cell);
+  const Split split = make_split(z3.data, 0, 10);
+  ExampleSet validation(split.validation, *z3.transitions, *z3.format, z3.vocab);
+  BOOST_TEST(std::abs(plateau_loss(z3, validation, TrainSettings::PlateauLevel::kTask) -
+                      std::log(3.0)) < 1e-12);
+}
+
 BOOST_AUTO_TEST_CASE(failure_detector_stops_a_memorising_run) {
   // Training loss to 1e-6 while validation loss rises from ln 2: memorised, stopped as soon
   // as the training loss is below memorised_loss and a window has passed without progress.
