@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
       "patience", po::value(&rules.plateau_patience)->default_value(rules.plateau_patience),
       "training.plateau_patience (0: off)")(
       "memorised", po::value(&rules.memorised_loss)->default_value(rules.memorised_loss),
-      "training.memorised_loss (0: off)")(
-      "plateau-level", po::value(&plateau_level)->default_value(plateau_level),
-      "training.plateau_level: task or validation")(
+      "training.memorised_loss (0: off)")("plateau-level",
+                                          po::value(&plateau_level)->default_value(plateau_level),
+                                          "training.plateau_level: task or validation")(
       "no-plateau", "replay without the chance loss (the detector before plateaus were known)")(
       "project-to", po::value(&project_to)->default_value(0),
       "also the steps at this limit (e.g. 250000), if the failures within the ground truth's limit "
@@ -143,8 +143,7 @@ int main(int argc, char** argv) {
     double chance = 0;
     if (use_plateau) {
       // A store of the same level knows it; ground truth (no detector) does not.
-      if (t.spec.training.stall_window > 0 &&
-          t.spec.training.plateau_level == rules.plateau_level)
+      if (t.spec.training.stall_window > 0 && t.spec.training.plateau_level == rules.plateau_level)
         chance = r.chance_loss;
       if (chance <= 0) {
         const std::string key =

@@ -99,8 +99,7 @@ TrainSettings read_training(const Options& training, std::vector<double>& learni
   s.curriculum = training.get<bool>("curriculum", s.curriculum);
   s.stall_window = at_least(training, "stall_window", s.stall_window, 0);
   for (const char* key : {"stall_improvement", "stall_projection", "stall_fraction",
-                          "plateau_margin", "plateau_level", "plateau_patience",
-                          "memorised_loss"})
+                          "plateau_margin", "plateau_level", "plateau_patience", "memorised_loss"})
     if (s.stall_window == 0 && training.has(key))
       training.fail(key, "needs training.stall_window (the failure detector is off without it)");
   if (s.stall_window > 0) {

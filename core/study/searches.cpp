@@ -54,7 +54,7 @@ std::string describe(const SearchRecord& s) {
   std::string text = s.learned ? (s.certified ? "N* = " : "N* <= ") + std::to_string(s.nstar)
                                : "not learned at N_max = " + std::to_string(s.n_max);
   if (!s.certified)
-    text += s.learned ? " (the failure below it is the failure detector's verdict)"
+    text += s.learned ? " (a failure on its search's path is the failure detector's verdict)"
                       : " (the failure detector's verdict)";
   return s.stored ? text + " (stored)" : text;
 }

@@ -137,9 +137,9 @@ struct SearchRecord {
   size_t trained = 0;              // trials run now (not reused)
   int64_t optimisation_steps = 0;  // of every trial the steps used, reused ones included
   bool stored = false;             // the whole search came from the store
-  // The failure that decides N* (the largest failure below it; N_max when not learned) is
-  // proven: every configuration ran to max_steps or diverged, or ran so when certified
-  // (search.certify). false: it is the failure detector's verdict, and N* an upper bound.
+  // Every failure on the search's path is proven: no configuration was stopped by the failure
+  // detector, or those it stopped failed again without it (search.certify). false: one is the
+  // detector's verdict, and N* an upper bound (docs/method.md section 5a).
   bool certified = true;
   size_t certification_steps = 0;  // failures re-run without the detector
 };

@@ -218,8 +218,8 @@ TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
   TrainData data{train, validation, cell.vocab.pad(),
                  cell.data.distribution->ascending_batches() && spec.training.curriculum};
   if (spec.training.stall_window > 0)
-    data.chance_loss = plateau_loss(cell, validation.size() > 0 ? validation : train,
-                                    spec.training.plateau_level);
+    data.chance_loss =
+        plateau_loss(cell, validation.size() > 0 ? validation : train, spec.training.plateau_level);
   StateFile state;
   if (!spec.state_dir.empty()) {
     state.path = spec.state_path();

@@ -46,7 +46,7 @@ struct TrainSettings {
   double memorised_loss = 0;
 };
 
-const char* to_string(TrainSettings::PlateauLevel level);  // "task", "validation"
+const char* to_string(TrainSettings::PlateauLevel level);                 // "task", "validation"
 TrainSettings::PlateauLevel plateau_level_from(const std::string& text);  // throws: names both
 
 }  // namespace induct

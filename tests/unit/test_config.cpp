@@ -104,8 +104,8 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   BOOST_TEST(twice.find("sharing.lengths: L = 2 is listed twice") != std::string::npos, twice);
   std::string second = error_of(std::string(kStudy) + "---\nstudy: nstar\n");
   BOOST_TEST(second.find("study.yaml:16:1: a second YAML document") != std::string::npos, second);
-  std::string level = error_of(
-      replace(kStudy, "seeds: [1, 2]", "stall_window: 100\n  plateau_level: training"));
+  std::string level =
+      error_of(replace(kStudy, "seeds: [1, 2]", "stall_window: 100\n  plateau_level: training"));
   BOOST_TEST(level.find("training.plateau_level: must be task") != std::string::npos, level);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
   BOOST_TEST(
