@@ -117,8 +117,11 @@ long chosen_configuration(const StepResult& step, const std::function<bool(size_
       chosen = static_cast<long>(i);
       continue;
     }
+    const auto final_loss = [](const TrialResult& t) {
+      return std::isfinite(t.last.loss) ? t.last.loss : std::numeric_limits<double>::infinity();
+    };
     const TrialResult& best = step.results[chosen];
-    if (r.succeeded() != best.succeeded() ? r.succeeded() : r.best_loss < best.best_loss)
+    if (r.succeeded() != best.succeeded() ? r.succeeded() : final_loss(r) < final_loss(best))
       chosen = static_cast<long>(i);
   }
   return chosen;

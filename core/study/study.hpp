@@ -121,8 +121,11 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
                     const std::string& context);
 
 // The configuration a study reads after a first-success step: the success with the lowest
-// validation loss, else the finished configuration with the lowest validation loss, among
-// those `usable` accepts (e.g. with the measurement asked for); -1 when none (errors).
+// final validation loss, else the finished configuration with the lowest final validation loss
+// (a diverged one last), among those `usable` accepts (e.g. with the measurement asked for); -1
+// when none (errors). Final, not best: checkpoints and measurements are of the final weights,
+// the ones the last evaluation (TrialResult::last) measured; a configuration whose best loss
+// came before it fell back to chance is not the model a reader would be shown.
 long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable);
 
 // Where a trial of this run keeps its trained model (StepOptions::checkpoints).

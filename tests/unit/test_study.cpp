@@ -571,6 +571,28 @@ training: {learning_rates: [1e-3, 1e-4], seeds: [10, 20], stall_window: 0}
   BOOST_TEST(upper_bounds > cases / 10, upper_bounds);
 }
 
+// lengthgen and probe read a configuration's final weights: they are chosen by the final
+// validation loss (a success first), never by a best loss the weights have since left.
+BOOST_AUTO_TEST_CASE(the_configuration_read_is_chosen_by_its_final_weights) {
+  auto result = [](TrialStatus status, double best, double final_loss) {
+    TrialResult r;
+    r.status = status;
+    r.best_loss = best;
+    r.last.loss = final_loss;
+    return r;
+  };
+  StepResult step;
+  step.results = {result(TrialStatus::kFailed, 0.0176, 0.69),  // best early, at chance at the end
+                  result(TrialStatus::kFailed, 0.10, 0.12),
+                  result(TrialStatus::kDiverged, 0.01, std::nan(""))};
+  const auto all = [](size_t) { return true; };
+  BOOST_TEST(chosen_configuration(step, all) == 1);
+  step.results.push_back(result(TrialStatus::kSucceeded, 5e-5, 5e-5));
+  step.results.push_back(result(TrialStatus::kCancelled, 0, 0));
+  BOOST_TEST(chosen_configuration(step, all) == 3);
+  BOOST_TEST(chosen_configuration(step, [](size_t i) { return i != 1 && i != 3; }) == 0);
+}
+
 // Another process holding the store longer than SQLite's own busy wait (10 s) delays a
 // write; it never fails it, so a trained result is never dropped.
 BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {

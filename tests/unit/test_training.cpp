@@ -320,6 +320,30 @@ BOOST_AUTO_TEST_CASE(the_plateau_level_is_the_tasks_chance_loss_or_the_validatio
                       std::log(3.0)) < 1e-12);
 }
 
+// A checkpoint holds the weights the trial's final metrics measured: evaluated again, it gives
+// the stored validation loss and accuracies (what lengthgen and probe analyse is what the
+// trial reports).
+BOOST_AUTO_TEST_CASE(a_checkpoint_gives_the_trials_final_metrics_again) {
+  TrialSpec trial = parity_trial(4, 12, 16, 3e-3, 300);  // stops at 300 steps, not learned
+  trial.checkpoint_dir = test::temp_dir("checkpoint_metrics");
+  const TrialResult r = run_trial(trial, test::plugins());
+  BOOST_REQUIRE(r.finished());
+  const CellData data = make_cell_data(test::plugins(), trial.cell);
+  const Split split = make_split(data.data, trial.n, trial.seed);
+  ExampleSet validation(split.validation, *data.transitions, *data.format, data.vocab);
+  auto model = make_model_checked(test::plugins(), yaml::from_node(trial.cell.model, "<model>"),
+                                  {data.vocab.size(), trial.max_length, data.vocab.pad()},
+                                  trial.seed + 1, torch::kCPU);  // other initial weights
+  load_checkpoint(*model, checkpoint_path(trial.checkpoint_dir, trial.key()));
+  model->eval();
+  const EvalMetrics again =
+      evaluate(*model, validation, data.vocab.pad(), trial.training.eval_batch_size, torch::kCPU);
+  BOOST_TEST(std::abs(again.loss - r.last.loss) < 1e-6, again.loss << " vs " << r.last.loss);
+  BOOST_TEST(again.final_accuracy == r.last.final_accuracy);
+  BOOST_TEST(again.token_accuracy == r.last.token_accuracy);
+  BOOST_TEST(r.last.loss > r.best_loss - 1e-12);  // the final loss, not necessarily the best
+}
+
 BOOST_AUTO_TEST_CASE(failure_detector_stops_a_memorising_run) {
   // Training loss to 1e-6 while validation loss rises from ln 2: memorised, stopped as soon
   // as the training loss is below memorised_loss and a window has passed without progress.

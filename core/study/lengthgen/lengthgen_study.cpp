@@ -100,6 +100,9 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     value["seed"] = spec.seed;
     value["status"] = to_string(result.status);
     value["best_loss"] = yaml::exact(result.best_loss);
+    // The analysed model (the final weights): its validation loss and final-state accuracy.
+    value["final_loss"] = yaml::exact(result.last.loss);
+    value["final_accuracy"] = yaml::exact(result.last.final_accuracy);
     value["states"] = cell.num_states;
     value["report_length"] = static_cast<int>(std::lround(settings_.report_multiple * cell.cell.L));
     std::string line =
@@ -153,6 +156,11 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
 void LengthGenStudy::report(ReportContext& report) const {
   // Length generalization (Table 2) and accuracy against length.
   Grid lengthgen;
+  Table models;  // the model each row analysed
+  models.header = {
+      "model", "format",        "task",   "distribution",   "L",
+      "N",     "configuration", "status", "final val loss", "final-state acc (validation)"};
+  size_t unlearned = 0;
   Table curves;
   curves.header = {"model",      "format",        "task",      "distribution",
                    "L",          "length",        "sequences", "final-state accuracy",
@@ -174,6 +182,20 @@ void LengthGenStudy::report(ReportContext& report) const {
                          distribution + " L=" + std::to_string(L),
                      {},
                      false};
+    const std::string status = o->value["status"].as<std::string>("");
+    const bool learned = status == "succeeded";
+    unlearned += !learned;
+    const auto shown = [&](const char* key, bool fraction) {
+      if (!o->value[key]) return std::string("-");  // stored before it was recorded
+      const double v = o->value[key].as<double>();
+      return fraction ? format_fraction(v) : format_number(v, 4);
+    };
+    models.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                           o->value["n"].as<std::string>(),
+                           "lr=" + format_number(o->value["lr"].as<double>(), 3) +
+                               " seed=" + o->value["seed"].as<std::string>(),
+                           status, shown("final_loss", false), shown("final_accuracy", true)});
+    if (!learned) s.title += " (" + status + ")";
     for (const auto& point : o->value["curve"]) {
       const int length = point[0].as<int>();
       const double normalized = point[3].as<double>();
@@ -184,7 +206,7 @@ void LengthGenStudy::report(ReportContext& report) const {
       s.points.push_back({static_cast<double>(length) / L, normalized});
       if (length == report_length)
         lengthgen.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
-            format_fraction(normalized);
+            format_fraction(normalized) + (learned ? "" : "*");
     }
     f.series.push_back(s);
   }
@@ -192,8 +214,17 @@ void LengthGenStudy::report(ReportContext& report) const {
     report.write_table(
         "lengthgen_table", "Length generalization at 2L (Table 2 layout)",
         "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
-        "CoT decodes greedily.",
+        "CoT decodes greedily. Each cell reads one model: the configuration that succeeded with "
+        "the lowest final validation loss (lengthgen_models)" +
+            std::string(unlearned ? "; * the analysed model did not succeed in-distribution "
+                                    "(no configuration did): its curve is not a learned solution's"
+                                  : "") +
+            ".",
         lengthgen.table());
+    report.write_table("lengthgen_models", "The models length generalization analysed",
+                       "One per cell: its configuration, status, and its final weights' (the "
+                       "analysed ones) validation loss and final-state accuracy.",
+                       models);
     write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
     report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");
   }

@@ -146,6 +146,9 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       value["seed"] = trial.seed;
       value["status"] = to_string(result.status);
       value["best_loss"] = exact(result.best_loss);
+      // The analysed model (the final weights): its validation loss and final-state accuracy.
+      value["final_loss"] = exact(result.last.loss);
+      value["final_accuracy"] = exact(result.last.final_accuracy);
       value["states"] = cell.num_states;
       value["settings"] = settings;
       try {
@@ -205,9 +208,10 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
 
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
-  table.header = {"model", "format",        "task",          "distribution",
-                  "L",     "length",        "hook",          "depth",
-                  "probe", "ablation drop", "patch changed", "patch readout"};
+  table.header = {"model",  "format",        "task",          "distribution", "L",
+                  "status", "length",        "model",         "hook",         "depth",
+                  "probe",  "ablation drop", "patch changed", "patch readout"};
+  size_t unlearned = 0;
   // Per (task, format, length as a multiple of L) two figures against relative depth (the
   // hook's index over the last index), one line per model and cell: the probe's accuracy (what
   // is readable) and the patching recovery at the readout (where the answer is formed).
@@ -218,6 +222,8 @@ void ProbeStudy::report(ReportContext& report) const {
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
+    const std::string status = o->value["status"].as<std::string>("");
+    unlearned += status != "succeeded";
     for (const auto& length : o->value["lengths"]) {
       if (!length["final_accuracy"]) continue;
       const int at = length["length"].as<int>();
@@ -250,8 +256,9 @@ void ProbeStudy::report(ReportContext& report) const {
                         axes,
                         {}};
       }
-      const std::string series =
-          model_legend(cell["model"]) + " " + distribution + " L=" + std::to_string(L);
+      const std::string series = model_legend(cell["model"]) + " " + distribution +
+                                 " L=" + std::to_string(L) +
+                                 (status == "succeeded" ? "" : " (" + status + ")");
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
       const size_t hooks = length["hooks"].size();
       size_t depth = 0;
@@ -262,8 +269,9 @@ void ProbeStudy::report(ReportContext& report) const {
         probes.points.push_back({x, probe});
         patches.points.push_back({x, hook["patch_readout"].as<double>()});
         table.rows.push_back(
-            {row.model, row.format, row.task, distribution, std::to_string(L), multiple,
-             hook["name"].as<std::string>(), format_number(x, 3), format_fraction(probe),
+            {row.model, row.format, row.task, distribution, std::to_string(L), status, multiple,
+             format_fraction(clean), hook["name"].as<std::string>(), format_number(x, 3),
+             format_fraction(probe),
              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
              format_fraction(hook["patch_changed"].as<double>()),
              format_fraction(hook["patch_readout"].as<double>())});
@@ -282,7 +290,12 @@ void ProbeStudy::report(ReportContext& report) const {
       "probe's directions ablated at that hook. patch changed / readout: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation "
       "at the changed action's position / at the readout. depth: hook index over the "
-      "last index.",
+      "last index. status: the analysed model's (the configuration that succeeded with the "
+      "lowest final validation loss, its final weights); model: its normalized final-state "
+      "accuracy on the probed sequences of that length." +
+          std::string(unlearned ? " A model that did not succeed has learned no solution to read: "
+                                  "its rows describe an unlearned model."
+                                : ""),
       table);
   // Identical curves (a recurrent layer's readout patched, 1 by construction) stay visible.
   for (auto& [which, pair] : figures)
