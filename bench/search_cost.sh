@@ -11,6 +11,7 @@
 #   4. with its projection rule too (training.stall_projection=PROJECTION, default 2).
 #   bench/search_cost.sh CONFIG [WINDOW [IMPROVEMENT [PROJECTION [--set key=value ...]]]]
 # Extra --set arguments apply to all four runs (e.g. the paper's grid of 15 configurations).
+# PLATEAU_LEVEL=validation sets training.plateau_level for runs 3 and 4 (default task).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 config=$1
@@ -27,7 +28,8 @@ run() {  # LOG ARGS...: one run into $out, its log kept, shown when it fails
   $induct run "$config" --out "$out" "$@" > "$log" 2>&1 || { cat "$log"; exit 1; }
   tail -n 1 "$log"
 }
-detector=(--set training.stall_window="$window" --set training.stall_improvement="$improvement")
+detector=(--set training.stall_window="$window" --set training.stall_improvement="$improvement"
+  --set training.plateau_level="${PLATEAU_LEVEL:-task}")
 run cancel "$@"
 run paper "$@" --set search.cancel_on_success=false
 run detector "$@" "${detector[@]}"
