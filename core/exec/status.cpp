@@ -7,11 +7,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -47,6 +49,29 @@ bool process_alive(long pid) {
   const size_t paren = text.rfind(')');
   return paren == std::string::npos || paren + 2 >= text.size() || text[paren + 2] != 'Z';
 }
+
+// Whether an `induct run` holds DIR/run.lock now (RunLock); nullopt when there is no lock file
+// or the filesystem has no locks.
+std::optional<bool> run_lock_held(const std::filesystem::path& dir) {
+  const int fd = ::open((dir / "run.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<bool> held;
+  if (::flock(fd, LOCK_SH | LOCK_NB) == 0)
+    held = false;  // released with the descriptor below
+  else if (errno == EWOULDBLOCK)
+    held = true;
+  ::close(fd);
+  return held;
+}
+
+// A number of status.yaml that must be finite (a damaged or hand-edited file is refused).
+double finite(const YAML::Node& s, const char* key) {
+  const double v = s[key].as<double>();
+  if (!std::isfinite(v)) throw std::runtime_error(std::string(key) + " is not a finite number");
+  return v;
+}
+
+std::string describe_status_file(const std::filesystem::path& dir, const YAML::Node& s);
 
 }  // namespace
 
@@ -227,12 +252,21 @@ std::string describe_status(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(file))
     throw std::runtime_error(file.string() + ": no such file (is " + dir.string() +
                              " the --out folder of `induct run`?)");
-  YAML::Node s;
+  if (std::filesystem::is_directory(file))
+    throw std::runtime_error(file.string() + ": is a folder, not the status file of `induct run`");
   try {
-    s = YAML::LoadFile(file.string());
-  } catch (const YAML::Exception& e) {
-    throw std::runtime_error(file.string() + ": " + e.what());
+    const YAML::Node s = YAML::LoadFile(file.string());
+    if (!s.IsMap() || !s["state"])
+      throw std::runtime_error("no state (empty, or not a status file of `induct run`)");
+    return describe_status_file(dir, s);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() + ": not a readable status file: " + e.what());
   }
+}
+
+namespace {
+
+std::string describe_status_file(const std::filesystem::path& dir, const YAML::Node& s) {
   const std::string state = s["state"].as<std::string>();
   const std::string host = s["host"].as<std::string>();
   const long pid = s["pid"].as<long>();
@@ -242,10 +276,14 @@ std::string describe_status(const std::filesystem::path& dir) {
       << dir.string() << ": " << s["cells"].as<size_t>() << " cell(s), " << s["workers"].as<int>()
       << " worker(s), coordinator pid " << pid << " on " << host << "\n";
   out << "state: " << state << " (started " << s["started"].as<std::string>() << ", "
-      << (state == "running" ? "" : "ran ") << format_duration(s["elapsed_s"].as<double>())
+      << (state == "running" ? "" : "ran ") << format_duration(finite(s, "elapsed_s"))
       << (state == "running" ? " in" : "") << "; last update "
       << format_duration(static_cast<double>(age)) << " ago)\n";
-  const bool gone = state == "running" && host == host_name() && !process_alive(pid);
+  // On this machine: the run holds its folder's lock while it lives (a pid alone may since
+  // belong to another process); without a lock file, whether the pid lives.
+  const std::optional<bool> held = run_lock_held(dir);
+  const bool gone =
+      state == "running" && host == host_name() && (held ? !*held : !process_alive(pid));
   if (state == "running") {
     if (gone)
       out << "  its process is gone (killed, or its machine stopped): the trials it ran are "
@@ -262,7 +300,7 @@ std::string describe_status(const std::filesystem::path& dir) {
                  entry.second.as<std::string>();
   }
   char rate[32];
-  std::snprintf(rate, sizeof rate, "%.1f", s["steps_per_s"].as<double>());
+  std::snprintf(rate, sizeof rate, "%.1f", finite(s, "steps_per_s"));
   out << "trials ended since it started: " << ended
       << (by_status.empty() ? "" : " (" + by_status + ")") << "; " << s["steps"].as<int64_t>()
       << " optimisation steps, " << rate << " steps/s\n";
@@ -276,10 +314,12 @@ std::string describe_status(const std::filesystem::path& dir) {
                           : std::string(", no evaluation yet"))
         << "\n";
   if (running.size() > 0 && !gone)
-    out << "the trials running now end within " << format_duration(s["running_left_s"].as<double>())
+    out << "the trials running now end within " << format_duration(finite(s, "running_left_s"))
         << " at most, at their own rates so far (searches then choose their next sizes from "
            "the results, so the whole study's time left is not known in advance)\n";
   return out.str();
 }
+
+}  // namespace
 
 }  // namespace induct

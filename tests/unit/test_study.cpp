@@ -593,6 +593,38 @@ BOOST_AUTO_TEST_CASE(the_configuration_read_is_chosen_by_its_final_weights) {
   BOOST_TEST(chosen_configuration(step, [](size_t i) { return i != 1 && i != 3; }) == 0);
 }
 
+// `induct status` reads what a run wrote; a damaged file names itself, and a run is running
+// only while it holds its folder's lock (its pid may since belong to another process).
+BOOST_AUTO_TEST_CASE(status_names_a_damaged_file_and_knows_a_run_by_its_lock) {
+  const std::string dir = test::temp_dir("status");
+  auto error_of = [&] {
+    try {
+      describe_status(dir);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  test::run_command("touch '" + dir + "/status.yaml'");
+  BOOST_TEST(error_of().find(dir + "/status.yaml: not a readable status file") == 0u, error_of());
+  test::run_command("rm '" + dir + "/status.yaml' && mkdir '" + dir + "/status.yaml'");
+  BOOST_TEST(error_of().find("is a folder") != std::string::npos, error_of());
+  test::run_command("rmdir '" + dir + "/status.yaml'");
+  {
+    RunLock lock(dir);
+    StatusFile status(dir, "s", "nstar", 1, 1, [] { return size_t{0}; });
+    // Running, by this process, which holds the lock.
+    BOOST_TEST(describe_status(dir).find("process is gone") == std::string::npos);
+  }
+  // The lock released, the file still says running (a killed run): gone, whatever the pid.
+  test::run_command("sed -i 's/^state: .*/state: running/; s/^pid: .*/pid: 1/' '" + dir +
+                    "/status.yaml'");
+  BOOST_TEST(describe_status(dir).find("process is gone") != std::string::npos,
+             describe_status(dir));
+  test::run_command("sed -i 's/^elapsed_s: .*/elapsed_s: .inf/' '" + dir + "/status.yaml'");
+  BOOST_TEST(error_of().find("elapsed_s is not a finite number") != std::string::npos, error_of());
+}
+
 // Another process holding the store longer than SQLite's own busy wait (10 s) delays a
 // write; it never fails it, so a trained result is never dropped.
 BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
