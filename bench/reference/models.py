@@ -13,10 +13,10 @@ import torch.nn.functional as F
 
 
 class LSTM(nn.Module):
-    def __init__(self, vocab, hidden=256):
+    def __init__(self, vocab, hidden=256, layers=1):
         super().__init__()
         self.embed = nn.Embedding(vocab, hidden)
-        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.lstm = nn.LSTM(hidden, hidden, num_layers=layers, batch_first=True)
         self.head = nn.Linear(hidden, vocab)
 
     def forward(self, tokens):  # (b, t) -> (b, t, v)

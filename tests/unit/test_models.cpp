@@ -22,7 +22,7 @@ BOOST_TEST_GLOBAL_FIXTURE(Process);
 
 // Small configurations (seconds to train).
 const std::map<std::string, std::string> kSmall = {
-    {"lstm", "{name: lstm, hidden: 32}"},
+    {"lstm", "{name: lstm, hidden: 32, layers: 2}"},
     {"gru", "{name: gru, hidden: 32, layers: 2}"},
     {"gpt2", "{name: gpt2, layers: 2, d_model: 32, heads: 4, d_ff: 64}"},
     {"llama", "{name: llama, layers: 2, d_model: 32, heads: 4, d_ff: 64}"},
@@ -78,14 +78,11 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   });
   BOOST_TEST(torch::equal(model->forward(tokens), plain));
   BOOST_REQUIRE(!seen.empty());
-  const std::map<std::string, std::string> expected = {{"lstm", "embed, lstm"},
-                                                       {"gru", "embed, gru.0-1"},
-                                                       {"gpt2", "embed, block.0-1, norm"},
-                                                       {"llama", "embed, block.0-1, norm"},
-                                                       {"pythia", "embed, block.0-1, norm"},
-                                                       {"dense_ssm", "state"},
-                                                       {"mamba", "embed, block.0, norm"},
-                                                       {"mamba2", "embed, block.0-1, norm"}};
+  const std::map<std::string, std::string> expected = {
+      {"lstm", "embed, lstm.0-1"},          {"gru", "embed, gru.0-1"},
+      {"gpt2", "embed, block.0-1, norm"},   {"llama", "embed, block.0-1, norm"},
+      {"pythia", "embed, block.0-1, norm"}, {"dense_ssm", "state"},
+      {"mamba", "embed, block.0, norm"},    {"mamba2", "embed, block.0-1, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
   for (const auto& target : seen) {
     model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
@@ -153,6 +150,8 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   for (int64_t H : {256, 768})
     BOOST_TEST(count(*make("{name: lstm, hidden: " + std::to_string(H) + "}", V, P, 0)) ==
                V * H + 4 * H * (H + H) + 8 * H + H * V + V);
+  BOOST_TEST(count(*make("{name: lstm, layers: 3}", V, P, 0)) ==
+             V * d + 3 * (4 * d * (d + d) + 8 * d) + d * V + V);
   // Dense-SSM: embedding, the H x H x E tensor, h_0, head with bias; low rank: U, V, W.
   BOOST_TEST(count(*make("{name: dense_ssm}", V, P, 0)) == V * d + d * d * d + d + d * V + V);
   BOOST_TEST(count(*make("{name: dense_ssm, rank: 32}", V, P, 0)) ==

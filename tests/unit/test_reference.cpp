@@ -37,6 +37,7 @@ BOOST_TEST_GLOBAL_FIXTURE(Setup);
 // The paper's sizes (docs/method.md section 8).
 const std::vector<std::string> kModels = {
     "{name: lstm, hidden: 256}",
+    "{name: lstm, hidden: 64, layers: 2}",
     "{name: gru}",
     "{name: gru, hidden: 64, layers: 2}",
     "{name: gpt2}",

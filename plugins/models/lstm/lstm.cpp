@@ -1,5 +1,5 @@
-// One-layer LSTM with embedding = hidden and a linear head on every step (docs/method.md section
-// 8).
+// LSTM of `layers` layers (the paper's: one), embedding = hidden, a linear head on every step
+// (docs/method.md section 8). Each layer's output is a hook point, "lstm.0" up.
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/rnn.h>
@@ -13,18 +13,23 @@ namespace {
 
 class Lstm final : public induct::SequenceModel {
  public:
-  Lstm(int64_t vocab, int64_t hidden)
+  Lstm(int64_t vocab, int64_t hidden, int64_t layers)
       : embed_(register_module("embed", torch::nn::Embedding(vocab, hidden))),
         lstm_(register_module(
-            "lstm", torch::nn::LSTM(torch::nn::LSTMOptions(hidden, hidden).batch_first(true)))),
+            "lstm",
+            torch::nn::LSTM(
+                torch::nn::LSTMOptions(hidden, hidden).num_layers(layers).batch_first(true)))),
         head_(register_module("head", torch::nn::Linear(hidden, vocab))) {}
 
   torch::Tensor forward(const torch::Tensor& tokens) override {
-    auto x = hooks("embed", embed_(tokens));  // [B, T, H]
-    // torch::nn::LSTM holds the parameters (and their names); the SDK's fused layer runs them.
-    const auto w = lstm_->all_weights();  // weight_ih, weight_hh, bias_ih, bias_hh
-    auto h = hooks("lstm", induct::nn::lstm_layer(x, w[0], w[1], w[2], w[3]));  // [B, T, H]
-    return induct::nn::linear(h, head_->weight, head_->bias);                   // [B, T, V]
+    auto h = hooks("embed", embed_(tokens));  // [B, T, H]
+    // torch::nn::LSTM holds the parameters (and their names: weight_ih_l0, ...); the SDK's fused
+    // layer runs them, layer by layer.
+    const auto w = lstm_->all_weights();  // per layer: weight_ih, weight_hh, bias_ih, bias_hh
+    for (size_t l = 0; l + 3 < w.size(); l += 4)
+      h = hooks("lstm." + std::to_string(l / 4),
+                induct::nn::lstm_layer(h, w[l], w[l + 1], w[l + 2], w[l + 3]));  // [B, T, H]
+    return induct::nn::linear(h, head_->weight, head_->bias);                    // [B, T, V]
   }
 
  private:
@@ -36,12 +41,13 @@ class Lstm final : public induct::SequenceModel {
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   const auto hidden =
       induct::get_in_range(ctx.options, "hidden", 256, 1, induct::kMaxModelDimension);
-  return std::make_unique<Lstm>(ctx.vocab_size, hidden);
+  const auto layers = induct::get_in_range(ctx.options, "layers", 1, 1, 64);
+  return std::make_unique<Lstm>(ctx.vocab_size, hidden, layers);
 }
 
 void register_components(induct::Registrar& registrar) {
   registrar.add_model(
-      "lstm", "one-layer LSTM, embedding = hidden, linear head (options: hidden=256)", make);
+      "lstm", "LSTM, embedding = hidden, linear head (options: hidden=256, layers=1)", make);
 }
 
 }  // namespace
@@ -51,4 +57,6 @@ void register_components(induct::Registrar& registrar) {
 // products on oneDNN's sgemm (rounding again). 1.3.0: the head on the SDK's linear (oneDNN),
 // the layer's bias gradient summed in another order (rounding). 1.4.0: the layer works
 // batch-major (no transposed copies) and sums W_hh's gradient in another order (rounding).
-INDUCT_PLUGIN("lstm", "1.4.0", register_components)
+// 1.5.0: `layers` (default 1: the same computation and parameter names as 1.4.0, so its
+// checkpoints load); the hook point is "lstm.0" (was "lstm").
+INDUCT_PLUGIN("lstm", "1.5.0", register_components)
