@@ -209,7 +209,7 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
   table.header = {"model",  "format",        "task",          "distribution", "L",
-                  "status", "length",        "model",         "hook",         "depth",
+                  "status", "length",        "model acc",     "hook",         "depth",
                   "probe",  "ablation drop", "patch changed", "patch readout"};
   size_t unlearned = 0;
   // Per (task, format, length as a multiple of L) two figures against relative depth (the
@@ -238,7 +238,7 @@ void ProbeStudy::report(ReportContext& report) const {
                                   (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
         const std::string axes =
             "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
-        const std::string depth = "relative depth (hook index / last index: embedding 0, output 1)";
+        const std::string depth = "relative depth (embedding 0, last block or recurrent layer 1)";
         probe_figure = {"probe_" + stem,
                         "Linear probe of the state by depth: " + where,
                         depth,
@@ -260,22 +260,28 @@ void ProbeStudy::report(ReportContext& report) const {
                                  " L=" + std::to_string(L) +
                                  (status == "succeeded" ? "" : " (" + status + ")");
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
-      const size_t hooks = length["hooks"].size();
+      // Relative depth, the same for every model: the embedding 0, the last block or recurrent
+      // layer 1 (a final norm, between it and the readout, is in the table but not the figure).
+      size_t layers = 0;
+      for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
       size_t depth = 0;
       for (const auto& hook : length["hooks"]) {
+        const bool norm = hook["name"].as<std::string>() == "norm";
         const double x =
-            hooks > 1 ? static_cast<double>(depth) / static_cast<double>(hooks - 1) : 1.0;
+            layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
         const double probe = hook["probe"].as<double>();
-        probes.points.push_back({x, probe});
-        patches.points.push_back({x, hook["patch_readout"].as<double>()});
+        if (!norm) {
+          probes.points.push_back({x, probe});
+          patches.points.push_back({x, hook["patch_readout"].as<double>()});
+          ++depth;
+        }
         table.rows.push_back(
             {row.model, row.format, row.task, distribution, std::to_string(L), status, multiple,
-             format_fraction(clean), hook["name"].as<std::string>(), format_number(x, 3),
-             format_fraction(probe),
+             format_fraction(clean), hook["name"].as<std::string>(),
+             norm ? std::string("norm") : format_number(x, 3), format_fraction(probe),
              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
              format_fraction(hook["patch_changed"].as<double>()),
              format_fraction(hook["patch_readout"].as<double>())});
-        ++depth;
       }
       probe_figure.series.push_back(probes);
       patch_figure.series.push_back(patches);
@@ -289,9 +295,11 @@ void ProbeStudy::report(ReportContext& report) const {
       "drop: the model's normalized final-state accuracy minus the same with the "
       "probe's directions ablated at that hook. patch changed / readout: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation "
-      "at the changed action's position / at the readout. depth: hook index over the "
-      "last index. status: the analysed model's (the configuration that succeeded with the "
-      "lowest final validation loss, its final weights); model: its normalized final-state "
+      "at the changed action's position / at the readout. depth: the embedding 0, each block "
+      "or recurrent layer its index over the last one's (the last 1, for every model; a final "
+      "norm is marked norm and left out of the figures). status: the analysed model's (the "
+      "configuration that succeeded with the "
+      "lowest final validation loss, its final weights); model acc: its normalized final-state "
       "accuracy on the probed sequences of that length." +
           std::string(unlearned ? " A model that did not succeed has learned no solution to read: "
                                   "its rows describe an unlearned model."
