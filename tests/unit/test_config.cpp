@@ -130,8 +130,8 @@ BOOST_AUTO_TEST_CASE(overrides_apply_and_are_named_in_errors) {
   std::string message = error_of(kStudy, {"data.L=1"});
   BOOST_TEST(message.find("--set data.L=1: data.L: must be at least 2") != std::string::npos,
              message);
-  std::string unknown = error_of(kStudy, {"model.layers=2"});
-  BOOST_TEST(unknown.find("--set model.layers=2: unknown key 'model.layers'") != std::string::npos,
+  std::string unknown = error_of(kStudy, {"model.depth=2"});
+  BOOST_TEST(unknown.find("--set model.depth=2: unknown key 'model.depth'") != std::string::npos,
              unknown);
 }
 
@@ -168,7 +168,7 @@ BOOST_AUTO_TEST_CASE(grid_expands_into_the_cartesian_product) {
   BOOST_TEST(study.cells[11].grid_label == "task.m=3, data.format=acot, data.L=8");
   auto cells = prepare_study(study, test::plugins());
   BOOST_TEST(cells[11].num_actions == 3);
-  BOOST_TEST(cells[0].label == "modular(m=2) lstm(hidden=16) outcome uniform L=4");
+  BOOST_TEST(cells[0].label == "modular(m=2) lstm(hidden=16,layers=1) outcome uniform L=4");
 }
 
 BOOST_AUTO_TEST_CASE(grid_errors_point_at_the_grid) {

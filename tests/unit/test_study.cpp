@@ -871,7 +871,7 @@ probe: {multiples: [1, 2], samples: 200}
   BOOST_REQUIRE_EQUAL(at_L["hooks"].size(), 2u);
   const YAML::Node embed = at_L["hooks"][0], lstm = at_L["hooks"][1];
   BOOST_TEST(embed["name"].as<std::string>() == "embed");
-  BOOST_TEST(lstm["name"].as<std::string>() == "lstm");
+  BOOST_TEST(lstm["name"].as<std::string>() == "lstm.0");
   // The token alone does not tell the prefix parity; the recurrent state does.
   BOOST_TEST(embed["probe"].as<double>() < 0.3);
   BOOST_TEST(lstm["probe"].as<double>() > 0.9);
@@ -991,7 +991,7 @@ training: {learning_rates: [1e-3], seeds: [10, 20], max_steps: 800}
   BOOST_TEST(table.find("Settings: max_steps 1500, epsilon 0.0001, lr [0.001], seeds [10, 20], "
                         "no failure detector.") != std::string::npos,
              table);
-  BOOST_TEST(table.find("- modular(m=2) lstm(hidden=8) acot fixed L=4: N* 5 with max_steps 800,") !=
+  BOOST_TEST(table.find("- modular(m=2) lstm(hidden=8,layers=1) acot fixed L=4: N* 5 with max_steps 800,") !=
                  std::string::npos,
              table);
   BOOST_TEST(table.find("| 3 ") != std::string::npos, table);  // the latest N*
