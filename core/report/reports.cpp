@@ -242,10 +242,15 @@ bool render(const Figure& f, const fs::path& dir, std::vector<std::string>& inde
   }
   write_file_atomically((dir / (f.stem + ".dat")).string(), data);
   std::string plot;
-  for (size_t i = 0; i < f.series.size(); ++i)
+  for (size_t i = 0; i < f.series.size(); ++i) {
+    // A series on the second axis is dashed, unless its style sets a dash itself (the line
+    // options belong before the title: gnuplot refuses a second set after it).
+    const Figure::Series& s = f.series[i];
+    const bool dash = s.y2 && s.style.find("dashtype") == std::string::npos;
     plot += std::string(i ? ", " : "") + quote(f.stem + ".dat") + " index " + std::to_string(i) +
-            " with " + f.series[i].style + " title " + quote(f.series[i].title) +
-            (f.series[i].y2 ? " axes x1y2 dashtype 2" : "");
+            " with " + s.style + (dash ? " dashtype 2" : "") + " title " + quote(s.title) +
+            (s.y2 ? " axes x1y2" : "");
+  }
   std::string script = "# " + f.title + " (induct report)\n";
   script += "set title " + quote(f.title) + " noenhanced\n";
   script += "set xlabel " + quote(f.xlabel) + "\nset ylabel " + quote(f.ylabel) + "\n";
@@ -384,6 +389,9 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
       for (const auto& f : figures)
         if (render(f, dir / "figures", index))
           drawn_paths.push_back(dir / "figures" / (f.stem + ".png"));
+        else if (log)
+          *log << "figure " << f.stem << " was not drawn: gnuplot's messages are in "
+               << (dir / "figures" / (f.stem + ".log")).string() << "\n";
     } else if (log) {
       *log << "note: gnuplot is not installed; figures skipped (apt-get install gnuplot-nox)\n";
     }

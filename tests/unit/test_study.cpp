@@ -806,6 +806,12 @@ BOOST_AUTO_TEST_CASE(the_kappa_figure_compares_the_models,
   const std::string gp = test::read(run.dir + "/figures/kappa_acot_modular_m_5_.gp");
   BOOST_TEST(gp.find("dashtype 1") != std::string::npos, gp);
   BOOST_TEST(gp.find("dashtype 2") != std::string::npos, gp);
+  // ... and drawn: every figure of the report, the kappa one with its second axis.
+  BOOST_TEST(run.out.str().find("was not drawn") == std::string::npos, run.out.str());
+  for (const auto& entry : std::filesystem::directory_iterator(run.dir + "/figures"))
+    if (entry.path().extension() == ".png")
+      BOOST_TEST(std::filesystem::file_size(entry.path()) > 0u, entry.path());
+  BOOST_TEST(std::filesystem::file_size(run.dir + "/figures/kappa_acot_modular_m_5_.png") > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {
@@ -991,9 +997,11 @@ training: {learning_rates: [1e-3], seeds: [10, 20], max_steps: 800}
   BOOST_TEST(table.find("Settings: max_steps 1500, epsilon 0.0001, lr [0.001], seeds [10, 20], "
                         "no failure detector.") != std::string::npos,
              table);
-  BOOST_TEST(table.find("- modular(m=2) lstm(hidden=8,layers=1) acot fixed L=4: N* 5 with max_steps 800,") !=
-                 std::string::npos,
-             table);
+  BOOST_TEST(
+      table.find(
+          "- modular(m=2) lstm(hidden=8,layers=1) acot fixed L=4: N* 5 with max_steps 800,") !=
+          std::string::npos,
+      table);
   BOOST_TEST(table.find("| 3 ") != std::string::npos, table);  // the latest N*
 }
 
