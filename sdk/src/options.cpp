@@ -146,14 +146,17 @@ std::string describe(const YAML::Node& node) {
   }
 }
 
-// Strict number parsing: the whole scalar must be the number (yaml-cpp's as<> accepts
-// octal and hex through iostreams; a study file means decimal).
+// Strict number parsing: the whole scalar must be the number, written in decimal (yaml-cpp's
+// as<> accepts octal and hex through iostreams, strtod hex floats such as 0x10 and words such
+// as "infinity"; a study file means decimal, and YAML's .inf and .nan).
 bool parse_double(const std::string& text, double& out) {
   if (text.empty()) return false;
   std::string t = text;
   if (t == ".inf" || t == "+.inf") t = "inf";
   if (t == "-.inf") t = "-inf";
   if (t == ".nan" || t == ".NaN") t = "nan";
+  const bool word = t == "inf" || t == "-inf" || t == "nan";
+  if (!word && t.find_first_not_of("0123456789+-.eE") != std::string::npos) return false;
   char* end = nullptr;
   errno = 0;
   out = std::strtod(t.c_str(), &end);

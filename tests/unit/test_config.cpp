@@ -107,6 +107,13 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   std::string level =
       error_of(replace(kStudy, "seeds: [1, 2]", "stall_window: 100\n  plateau_level: training"));
   BOOST_TEST(level.find("training.plateau_level: must be task") != std::string::npos, level);
+  // Numbers are decimal: a hex float or integer is refused where it was written.
+  std::string hex = error_of(replace(kStudy, "seeds: [1, 2]", "learning_rates: [0x10]"));
+  BOOST_TEST(
+      hex.find("training.learning_rates[0]: expected a number, got '0x10'") != std::string::npos,
+      hex);
+  std::string hex_seed = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [0x1p3]"));
+  BOOST_TEST(hex_seed.find("got '0x1p3'") != std::string::npos, hex_seed);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
   BOOST_TEST(
       format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos,
