@@ -526,16 +526,16 @@ int main(int argc, char** argv) {
               << "' (commands: run, validate, report, export, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << induct::printable(e.what()) << "\n";
     return 2;
   } catch (const induct::PluginError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << induct::printable(e.what()) << "\n";
     return 2;
   } catch (const po::error& e) {
-    std::cerr << "induct: " << e.what() << "\n(see induct --help)\n";
+    std::cerr << "induct: " << induct::printable(e.what()) << "\n(see induct --help)\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << induct::printable(e.what()) << "\n";
     return 1;
   }
 }

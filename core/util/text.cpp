@@ -38,6 +38,21 @@ std::string format_fraction(double x) {
   return text == "-0.00" ? "0.00" : text;
 }
 
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 std::string format_duration(double seconds) {
   char buffer[32];
   const long s = static_cast<long>(seconds + 0.5);

@@ -19,4 +19,8 @@ std::string format_fraction(double x);
 // 59s, 4m05s, 2h03m
 std::string format_duration(double seconds);
 
+// A message as a terminal should show it: control characters other than newline and tab as
+// \xNN (a name with a hidden byte then differs visibly from the name it imitates).
+std::string printable(const std::string& text);
+
 }  // namespace induct

@@ -60,6 +60,16 @@ BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_models) {
              r.output);
 }
 
+// A control character in a name is shown, not sent to the terminal: 'lst\x01m' is visibly not
+// the 'lstm' listed beside it.
+BOOST_AUTO_TEST_CASE(a_control_character_in_a_name_is_shown_escaped) {
+  CommandResult r =
+      run_command(kInduct + " validate " + kTiny + " --set \"$(printf 'model.name=lst\\001m')\"");
+  BOOST_TEST(r.exit_code == 2);
+  BOOST_TEST(r.output.find("unknown model 'lst\\x01m'") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find('\x01') == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(missing_study_file_is_an_error) {
   CommandResult r = run_command(kInduct + " run /nonexistent.yaml");
   BOOST_TEST(r.exit_code == 2);
