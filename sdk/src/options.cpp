@@ -1,5 +1,6 @@
 #include "induct/options.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -505,6 +506,9 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
   YAML::Node value;
   try {
     value = YAML::Load(given);
+  } catch (const YAML::DeepRecursion& e) {
+    throw ConfigError("--set " + text + ": the value is nested more than " +
+                      std::to_string(e.depth()) + " levels deep");
   } catch (const YAML::Exception& e) {
     throw ConfigError("--set " + text + ": the value is not valid YAML: " + e.msg);
   }
@@ -532,6 +536,9 @@ Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::s
     if (!documents.empty()) root = documents.front();
   } catch (const YAML::BadFile&) {
     throw ConfigError(name + ": cannot read the file");
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's message for it is "bad file"
+    throw ConfigError(format_mark(name, e.mark) + ": YAML nested more than " +
+                      std::to_string(e.depth()) + " levels deep (a study file needs a few)");
   } catch (const YAML::ParserException& e) {
     throw ConfigError(format_mark(name, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {

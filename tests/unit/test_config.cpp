@@ -107,6 +107,11 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   std::string level =
       error_of(replace(kStudy, "seeds: [1, 2]", "stall_window: 100\n  plateau_level: training"));
   BOOST_TEST(level.find("training.plateau_level: must be task") != std::string::npos, level);
+  // Nesting past yaml-cpp's guard is named as such (its own message says "bad file").
+  std::string deep = error_of(std::string(kStudy) + "x: " + std::string(3000, '[') +
+                              std::string(3000, ']') + "\n");
+  BOOST_TEST(deep.find("levels deep") != std::string::npos, deep);
+  BOOST_TEST(deep.find("study.yaml:") == 0u, deep);
   // Numbers are decimal: a hex float or integer is refused where it was written.
   std::string hex = error_of(replace(kStudy, "seeds: [1, 2]", "learning_rates: [0x10]"));
   BOOST_TEST(
