@@ -18,8 +18,9 @@ struct SearchSettings {
   // One success decides a step, so the first cancels the others (project decision; false
   // trains every configuration to its own stop, as the paper's procedure: same N*, more cost).
   bool cancel_on_success = true;
-  // Re-run the failures that decide N* (the largest failure below N*, or N_max) with the
-  // failure detector off where the detector judged them; a success there lowers N*.
+  // Re-run each failed step in which the failure detector stopped a configuration, those
+  // configurations with the detector off, before the search learns its outcome: the search
+  // then takes the paper's path and ends at its N* (docs/method.md section 5a).
   bool certify = false;
 };
 

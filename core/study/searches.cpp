@@ -95,8 +95,6 @@ struct CellSearch {
   size_t index = 0;
   std::string key, context;
   std::unique_ptr<NstarSearch> machine;  // null: decided without searching (stored, N_max 0)
-  // Decided sizes (a size tested again is not run again).
-  std::map<uint64_t, bool> known;
   std::vector<std::unique_ptr<Step>> steps;
   std::vector<Rank> ranks;
   SearchRecord record;
@@ -290,7 +288,6 @@ class Searches final : public TrialSource {
       open_step(s, step.n, &step);
       return;
     }
-    s.known[step.n] = step.success;
     s.machine->report(step.success);
   }
 
@@ -333,12 +330,8 @@ class Searches final : public TrialSource {
   // it runs any more.
   void settle(CellSearch& s) {
     while (!s.over && !s.current()) {
-      if (auto n = s.machine->next()) {
-        const auto known = s.known.find(*n);
-        if (known != s.known.end())
-          s.machine->report(known->second);
-        else
-          open_step(s, *n);
+      if (auto n = s.machine->next()) {  // never a size tested before (NstarSearch)
+        open_step(s, *n);
       } else {
         s.record.certified = all_proven(s);
         s.over = true;

@@ -46,6 +46,9 @@ BOOST_DATA_TEST_CASE(search_finds_the_threshold_within_tolerance,
   BOOST_TEST(out.steps.size() <= 20u);
   BOOST_TEST(calls == static_cast<int>(out.steps.size()));
   BOOST_TEST(out.steps.front().n == 16'000'000u);
+  std::set<uint64_t> sizes;  // each size tested once (Searches relies on it)
+  for (const auto& step : out.steps) sizes.insert(step.n);
+  BOOST_TEST(sizes.size() == out.steps.size());
 }
 
 BOOST_AUTO_TEST_CASE(search_reports_not_learned_when_n_max_fails) {
