@@ -2,7 +2,7 @@
 //
 //   induct_bench [--models lstm,gpt2,...] [--lengths 10,30,62] [--batch 64] [--seconds 3]
 //                [--small] [--threads 1] [--device cpu|cuda] [--read-every-step]
-//                [--peak-only] [--trace FILE]
+//                [--peak-only] [--trace FILE] [--start-at UNIX_SECONDS [--gap 3]]
 //
 // A step is what induct's trainer does: forward on random tokens [batch, T] of Z_5's
 // vocabulary (12), cross-entropy on every position, backward, Adam (induct's FlatAdam), the
@@ -13,7 +13,11 @@
 // (forward x 3 for forward + backward), and achieved GFLOP/s. bench/run_bench.sh alternates
 // this with the PyTorch reference and prints the table of docs/performance.md. With --trace,
 // 20 more steps of the last (model, length) run under LibTorch's profiler, written to FILE as a
-// Chrome trace; bench/trace_summary.py totals it by operation.
+// Chrome trace; bench/trace_summary.py totals it by operation. With --start-at, the i-th
+// (model, length) is measured in a fixed window of wall-clock time, so that several processes
+// started together (trainings sharing a device, as `run.workers` does) measure at the same time
+// and their steps/s add up to the device's aggregate; a process that is still warming up when
+// its window opens measures what is left of it and prints how late it was.
 #include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <algorithm>
@@ -25,6 +29,7 @@
 #include <induct/nn/loss.hpp>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
@@ -43,6 +48,10 @@ std::vector<std::string> split(const std::string& text) {
   for (std::string item; std::getline(s, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -129,8 +138,13 @@ int main(int argc, char** argv) {
       "threads", po::value<int>()->default_value(1), "intra-op threads")(
       "device", po::value<std::string>()->default_value("cpu"), "cpu, cuda or cuda:N")(
       "read-every-step", "read the loss on the host after every step")(
-      "peak-only", "only measure the GEMM peak")("trace", po::value<std::string>(),
-                                                 "write a profiler trace of 20 steps to this file")(
+      "start-at", po::value<double>(),
+      "measure model/length pair i in the window that starts at this Unix time (s) + i * "
+      "(seconds + gap): processes started together measure the same windows")(
+      "gap", po::value<double>()->default_value(3.0),
+      "with --start-at: seconds between windows (each pair's model is built and warmed up in "
+      "them)")("peak-only", "only measure the GEMM peak")(
+      "trace", po::value<std::string>(), "write a profiler trace of 20 steps to this file")(
       "help", "this help");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
@@ -164,6 +178,9 @@ int main(int argc, char** argv) {
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));
   const int64_t batch = vm["batch"].as<int64_t>(), vocab = 12;  // Z_5: 5 + 5 + 2 tokens
+  const bool scheduled = vm.count("start-at") > 0;
+  const double gap = vm["gap"].as<double>();
+  int window = 0;
 
   for (const auto& name : split(vm["models"].as<std::string>())) {
     if (!configs.count(name)) {
@@ -197,11 +214,21 @@ int main(int argc, char** argv) {
         losses.push_back(loss.detach());
         if (read_every_step || losses.size() == 100) read();
       };
-      for (int i = 0; i < 2; ++i) step();
+      // A device's first steps choose kernels and allocate: warm up past them.
+      for (int i = 0; i < (device.is_cpu() ? 2 : 5); ++i) step();
       read();
+      double length_s = budget, late_s = 0;
+      if (scheduled) {
+        const double opens = vm["start-at"].as<double>() + window * (budget + gap);
+        const double now = unix_seconds();
+        if (now < opens) std::this_thread::sleep_for(std::chrono::duration<double>(opens - now));
+        late_s = std::max(0.0, now - opens);
+        length_s = std::max(0.0, budget - late_s);
+        ++window;
+      }
       int64_t steps = 0;
       auto start = std::chrono::steady_clock::now();
-      while (seconds_since(start) < budget || steps < 3) {
+      while (seconds_since(start) < length_s || steps < 3) {
         step();
         ++steps;
       }
@@ -211,8 +238,9 @@ int main(int argc, char** argv) {
       const double flops = 3 * forward_flops(resolved["name"].as<std::string>(), resolved,
                                              double(batch), double(T), double(vocab));
       std::cout << "model " << name << " params " << parameters << " length " << T
-                << " steps_per_s " << rate << " gflops " << flops * rate / 1e9 << "\n"
-                << std::flush;
+                << " steps_per_s " << rate << " gflops " << flops * rate / 1e9;
+      if (scheduled) std::cout << " window " << window - 1 << " late_s " << late_s;
+      std::cout << "\n" << std::flush;
       if (vm.count("trace")) {
         torch::autograd::profiler::RecordProfile guard(vm["trace"].as<std::string>());
         for (int i = 0; i < 20; ++i) step();

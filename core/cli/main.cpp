@@ -1,12 +1,14 @@
 // The `induct` command line.
 #include <torch/version.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -45,9 +47,10 @@ Measure how much data sequence models need to learn state tracking.
 commands:
   run STUDY.yaml [--set key.path=value]... [--out DIR]
                       run a study; rerunning resumes it (stored trials are not rerun)
-  validate STUDY.yaml [--set key.path=value]... [--time]
-                      check a study and print the cells it would run; --time measures each
-                      cell's training steps per second and projects the cost of its failures
+  validate STUDY.yaml [--set key.path=value]... [--time [--cells 1,3,5-8]]
+                      check a study and print the cells it would run; --time measures the
+                      training steps per second of each distinct model, format and length
+                      (of the cells named) and projects the cost of each cell's failures
   report DIR [--reference FILE [--factor F]]
                       write the paper's tables and figures from DIR/results.sqlite, with
                       published values beside ours
@@ -77,8 +80,10 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
       "set", po::value<std::vector<std::string>>()->composing(), "override key.path=value")(
       "out", po::value<std::string>(), "output folder (default runs/<study name>)")(
       "time",
-      "validate: train a few steps of each cell here and project what its failing search step "
-      "costs")("help", "help for this command");
+      "validate: train a few steps of each distinct step shape here and project what each "
+      "cell's failing search step costs")("cells", po::value<std::string>(),
+                                          "validate --time: only these cells (e.g. 1,3,5-8)")(
+      "help", "help for this command");
   po::positional_options_description positional;
   positional.add("study", 1);
   po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
@@ -181,10 +186,46 @@ std::string work_estimate(const induct::StudyConfig& config, size_t cells) {
   return out.str();
 }
 
-// validate --time: each cell's measured step rate, and what one failing search step (every
-// configuration to max_steps, on the run's workers) costs at that rate.
+// The 1-minute load average (NaN where /proc/loadavg cannot be read).
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double load = std::nan("");
+  in >> load;
+  return in ? load : std::nan("");
+}
+
+// --cells "1,3,5-8": the cells it names (numbered from 1, as validate lists them).
+std::vector<bool> parse_cells(const std::string& text, size_t count) {
+  std::vector<bool> chosen(count, false);
+  std::stringstream items(text);
+  std::string item;
+  auto number = [&](const std::string& digits) {
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw po::error("--cells: '" + item + "' is not a cell number or a range a-b");
+    const size_t n = std::stoul(digits);
+    if (n < 1 || n > count)
+      throw po::error("--cells: cell " + digits + " does not exist (the study has " +
+                      std::to_string(count) + ")");
+    return n;
+  };
+  while (std::getline(items, item, ',')) {
+    const size_t dash = item.find('-');
+    const size_t first = number(item.substr(0, dash));
+    const size_t last = dash == std::string::npos ? first : number(item.substr(dash + 1));
+    if (last < first) throw po::error("--cells: the range '" + item + "' runs backwards");
+    for (size_t i = first; i <= last; ++i) chosen[i - 1] = true;
+  }
+  if (std::find(chosen.begin(), chosen.end(), true) == chosen.end())
+    throw po::error("--cells: '" + text + "' names no cell");
+  return chosen;
+}
+
+// validate --time: each cell's step rate, measured once per distinct step shape (model, format,
+// length profile, timing size) and reused by every cell that shares it, and what one failing
+// search step (every configuration to max_steps, on the run's workers) costs at that rate.
 void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry& registry,
-                const std::vector<induct::PreparedCell>& cells) {
+                const std::vector<induct::PreparedCell>& cells, const std::vector<bool>& chosen) {
   induct::configure_process(config.run.threads);
   const size_t grid = config.learning_rates.size() * config.seeds.size();
   const int workers =
@@ -192,13 +233,35 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
                                     grid, config.run.device, config.run.device == "cpu" ? 0 : 1)
           .workers;
   const double failing = static_cast<double>(grid) * static_cast<double>(config.training.max_steps);
-  std::cout << "time: one configuration of each cell trained here, alone, with "
-            << config.run.threads
-            << " thread(s) (a worker beside others may be slower); a failing step is " << grid
-            << " x " << config.training.max_steps << " steps on " << workers << " worker(s)\n";
+  // Each shape is timed at its cell with the largest vocabulary: an upper bound for the rest.
+  std::map<std::string, size_t> timed_at;
+  std::vector<std::string> shapes(cells.size());
+  size_t timed_cells = 0;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (!chosen[i]) continue;
+    ++timed_cells;
+    shapes[i] = induct::step_shape(config, cells[i], registry);
+    auto [at, fresh] = timed_at.emplace(shapes[i], i);
+    if (!fresh && cells[i].vocab_size > cells[at->second].vocab_size) at->second = i;
+  }
+  std::cout << "time: " << timed_at.size() << " step shape(s) for " << timed_cells
+            << " cell(s), each trained here once, alone, with " << config.run.threads
+            << " thread(s) (a worker beside others may be slower), at the cell with its largest "
+               "vocabulary; a failing step is "
+            << grid << " x " << config.training.max_steps << " steps on " << workers
+            << " worker(s)\n";
+  const double load_before = load_average();
+  std::map<std::string, induct::StepRate> rates;
   double total = 0;
   for (size_t i = 0; i < cells.size(); ++i) {
-    const induct::StepRate measured = induct::measure_step_rate(config, cells[i], registry);
+    if (!chosen[i]) continue;
+    const std::string& shape = shapes[i];
+    const size_t source = timed_at.at(shape);
+    auto found = rates.find(shape);
+    if (found == rates.end())
+      found =
+          rates.emplace(shape, induct::measure_step_rate(config, cells[source], registry)).first;
+    const induct::StepRate& measured = found->second;
     const double rate = measured.per_second;
     std::cout << "  " << i + 1 << ". " << cells[i].label << " at N = " << measured.n << ": ";
     if (!std::isfinite(rate)) {
@@ -208,13 +271,35 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
     const double seconds =
         failing / (rate * workers);  // default_pool_settings caps workers at the grid
     total += seconds;
-    std::cout << induct::format_number(rate, rate >= 1000 ? 4 : 3) << " steps/s; a failing step "
-              << induct::format_duration(seconds) << "\n"
+    std::cout << induct::format_number(rate, rate >= 1000 ? 4 : 3) << " steps/s";
+    if (source != i) std::cout << " (timed at cell " << source + 1 << ")";
+    std::cout << "; a failing step " << induct::format_duration(seconds) << ", "
+              << induct::format_duration(total) << " so far\n"
               << std::flush;
   }
-  std::cout << "  all cells: one failing step each, " << induct::format_duration(total)
+  std::cout << "  all " << timed_cells << " cell(s): one failing step each, "
+            << induct::format_duration(total)
             << " (what proving the N* of an nstar study takes at least, at these rates; a failure"
                " at an N below 64 trains on smaller batches, faster)\n";
+  // The first shape timed again: how much the machine's speed moved while timing.
+  if (!rates.empty()) {
+    const size_t first =
+        static_cast<size_t>(std::find(chosen.begin(), chosen.end(), true) - chosen.begin());
+    const size_t source = timed_at.at(shapes[first]);
+    const double before = rates.at(shapes[first]).per_second;
+    const double again = induct::measure_step_rate(config, cells[source], registry).per_second;
+    if (std::isfinite(before) && std::isfinite(again))
+      std::cout << "  cell " << source + 1 << " timed again at the end: "
+                << induct::format_number(again, again >= 1000 ? 4 : 3) << " steps/s against "
+                << induct::format_number(before, before >= 1000 ? 4 : 3)
+                << " at first (one cell's rate varies this much between two timings)\n";
+  }
+  const double load_after = load_average();
+  if (std::isfinite(load_before) && std::isfinite(load_after))
+    std::cout << "  machine load while timing: load average "
+              << induct::format_number(load_before, 3) << " before, "
+              << induct::format_number(load_after, 3) << " after, on " << induct::usable_cores()
+              << " core(s); other work on the machine lowers the rates and raises the times\n";
 }
 
 // A study read and checked against its plugins, every cell prepared.
@@ -253,7 +338,11 @@ int command_validate(const std::vector<std::string>& args, const Global& global)
     }
   }
   std::cout << "work: " << work_estimate(config, cells.size()) << "\n";
-  if (vm.count("time")) time_cells(config, *registry, cells);
+  if (vm.count("cells") && !vm.count("time")) throw po::error("--cells needs --time");
+  if (vm.count("time"))
+    time_cells(config, *registry, cells,
+               vm.count("cells") ? parse_cells(vm["cells"].as<std::string>(), cells.size())
+                                 : std::vector<bool>(cells.size(), true));
   YAML::Emitter resolved;
   resolved << resolved_study(config);
   std::cout << "\nresolved configuration:\n" << resolved.c_str() << "\n";
@@ -296,7 +385,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
   // Every cell is checked before anything trains.
   auto [config, registry, cells] = load_and_prepare(args, "run", global, vm);
-  if (vm.count("time")) throw po::error("--time is an option of validate, not of run");
+  if (vm.count("time") || vm.count("cells"))
+    throw po::error("--time and --cells are options of validate, not of run");
 
   // Published values are read before anything trains: a bad file is an error now, not at the end.
   std::optional<induct::Reference> reference;

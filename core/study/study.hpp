@@ -80,6 +80,12 @@ struct StepRate {
 };
 StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,
                            const PluginRegistry& registry);
+// What decides that rate, as text (`validate --time` times each distinct one once): the
+// model, the format, the length profile (the distribution, the training set's longest length and
+// its mean within 10%) and the training-set size it is timed at. Not the task's vocabulary, which
+// changes the embedding and output layers only.
+std::string step_shape(const StudyConfig& study, const PreparedCell& cell,
+                       const PluginRegistry& registry);
 
 struct StudyRun {
   const StudyConfig& config;

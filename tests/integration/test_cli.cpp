@@ -102,7 +102,63 @@ BOOST_AUTO_TEST_CASE(validate_time_projects_a_failing_step_from_the_measured_rat
   CommandResult run =
       run_command(kInduct + " run " + kTiny + " --time --out " + temp_dir("cli_time"));
   BOOST_TEST(run.exit_code == 2, run.output);
-  BOOST_TEST(run.output.find("--time is an option of validate") != std::string::npos, run.output);
+  BOOST_TEST(run.output.find("--time and --cells are options of validate") != std::string::npos,
+             run.output);
+}
+
+// --time times each step shape once: cells that differ only in their task's vocabulary share
+// one timing, taken at the cell with the largest vocabulary; --cells picks cells by number.
+BOOST_AUTO_TEST_CASE(validate_time_times_each_step_shape_once) {
+  const std::string dir = temp_dir("cli_shapes");
+  std::ofstream(dir + "/shapes.yaml") << R"(study: nstar
+task: {name: modular}
+model: {name: lstm, hidden: 16}
+data: {format: outcome, distribution: fixed}
+grid:
+  task.m: [5, 7]
+  data.L: [6, 8]
+training: {learning_rates: [1.0e-3], seeds: [1, 2], max_steps: 60, eval_every: 20}
+)";
+  const std::string study = dir + "/shapes.yaml";
+  CommandResult all = run_command(kInduct + " validate " + study + " --time");
+  BOOST_TEST(all.exit_code == 0, all.output);
+  BOOST_TEST(all.output.find("2 step shape(s) for 4 cell(s)") != std::string::npos, all.output);
+  // Cells 1 and 2 (L = 6, 8 at m = 5) are timed as cells 3 and 4 (m = 7): the same rates.
+  auto rate_of = [&](const std::string& output, const std::string& cell) {
+    const size_t line = output.find("\n  " + cell + ". ");
+    BOOST_REQUIRE_MESSAGE(line != std::string::npos, output);
+    const size_t at = output.find(": ", output.find(" at N = ", line));
+    return output.substr(at + 2, output.find(" steps/s", at) - at - 2);
+  };
+  BOOST_TEST(rate_of(all.output, "1") == rate_of(all.output, "3"));
+  BOOST_TEST(rate_of(all.output, "2") == rate_of(all.output, "4"));
+  BOOST_TEST(all.output.find("steps/s (timed at cell 3)") != std::string::npos, all.output);
+  BOOST_TEST(all.output.find("steps/s (timed at cell 4)") != std::string::npos, all.output);
+  BOOST_TEST(all.output.find("all 4 cell(s): one failing step each") != std::string::npos);
+  BOOST_TEST(all.output.find("timed again at the end") != std::string::npos, all.output);
+  BOOST_TEST(all.output.find("machine load while timing: load average") != std::string::npos);
+
+  CommandResult some = run_command(kInduct + " validate " + study + " --time --cells 1,2-2");
+  BOOST_TEST(some.exit_code == 0, some.output);
+  BOOST_TEST(some.output.find("2 step shape(s) for 2 cell(s)") != std::string::npos, some.output);
+  BOOST_TEST(some.output.find("timed at cell") == std::string::npos, some.output);
+  BOOST_TEST(some.output.find("outcome fixed L=6 at N = 640") != std::string::npos, some.output);
+  BOOST_TEST(some.output.find("(m=7) lstm(hidden=16,layers=1) outcome fixed L=6 at N") ==
+                 std::string::npos,
+             some.output);
+
+  for (const auto& [cells, message] : std::map<std::string, std::string>{
+           {"5", "--cells: cell 5 does not exist (the study has 4)"},
+           {"3-1", "--cells: the range '3-1' runs backwards"},
+           {"x", "--cells: 'x' is not a cell number or a range a-b"},
+           {"0", "--cells: cell 0 does not exist (the study has 4)"}}) {
+    CommandResult bad = run_command(kInduct + " validate " + study + " --time --cells " + cells);
+    BOOST_TEST(bad.exit_code == 2, bad.output);
+    BOOST_TEST(bad.output.find(message) != std::string::npos, bad.output);
+  }
+  CommandResult alone = run_command(kInduct + " validate " + study + " --cells 1");
+  BOOST_TEST(alone.exit_code == 2, alone.output);
+  BOOST_TEST(alone.output.find("--cells needs --time") != std::string::npos, alone.output);
 }
 
 BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
