@@ -17,6 +17,7 @@ namespace induct {
 struct ProbeSettings {
   int64_t iterations = 100;  // full-batch L-BFGS iterations
   double l2 = 1e-3;          // penalty on the weights (standardised features), per sample
+  bool standardize = true;   // false: fit on x as given (mean 0, scale 1)
 };
 
 // Multinomial logistic regression from activations [M, D] to classes [M] (states), fitted on
@@ -37,6 +38,30 @@ struct LinearProbe {
 
 LinearProbe fit_probe(const torch::Tensor& x, const torch::Tensor& labels, int64_t classes,
                       const ProbeSettings& settings = {});
+
+// A subspace removed from activations, in the coordinates standardised by the fit half's
+// mean and scale: x -> mean + scale * (z - z Q Q^T), z = (x - mean) / scale.
+struct RemovedSubspace {
+  torch::Tensor mean, scale;  // [D]
+  torch::Tensor basis;        // [D, k], orthonormal (k = 0: nothing removed)
+  int64_t rounds = 0;         // probes fitted to find it (iterative nullspace projection)
+  double probe_accuracy = 0;  // the last probe's held-out accuracy, with the subspace removed
+  int64_t dims() const { return basis.defined() ? basis.size(1) : 0; }
+  torch::Tensor remove(const torch::Tensor& x) const;  // x [..., D]
+};
+
+// Iterative nullspace projection (Ravfogel et al., 2020): fit a probe on the fit rows, remove
+// its directions, fit again on what is left, until a probe's accuracy on the held-out rows is
+// at most `chance + margin` or `max_rounds` probes were fitted. What a linear probe reads,
+// removed whole: a single probe's directions leave a state that is also encoded elsewhere.
+RemovedSubspace nullspace_projection(const torch::Tensor& fit_x, const torch::Tensor& fit_labels,
+                                     const torch::Tensor& test_x, const torch::Tensor& test_labels,
+                                     int64_t classes, const ProbeSettings& settings,
+                                     int64_t max_rounds, double margin);
+
+// The control: a random subspace of `removed`'s dimension in the same coordinates (a Gaussian
+// matrix's QR from `seed`).
+RemovedSubspace random_subspace(const RemovedSubspace& removed, uint64_t seed);
 
 // The share of the most frequent class among labels: the accuracy of always guessing it (the
 // chance level for above_chance, train/generalization.hpp).

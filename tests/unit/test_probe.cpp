@@ -114,3 +114,49 @@ BOOST_AUTO_TEST_CASE(patching_restores_the_clean_answer_where_the_readout_takes_
   }
   BOOST_TEST(recovered_share(torch::ones({2}), torch::ones({2}), torch::zeros({2})) == 0.0);
 }
+
+// A state written in three coordinates with different noise: removing one probe's directions
+// leaves it readable (a refitted probe still reads it); iterative nullspace projection removes
+// it whole (held-out probe at chance), while a random subspace of the same dimension does not.
+BOOST_AUTO_TEST_CASE(nullspace_projection_removes_a_redundant_state_and_a_random_one_does_not) {
+  torch::manual_seed(5);
+  const int64_t M = 4000, half = M / 2;
+  const auto labels = torch::randint(0, 2, {M}, torch::kLong);
+  const auto sign = (1 - 2 * labels).to(torch::kFloat);
+  const auto noise = torch::randn({M, 10});
+  auto x = noise.clone();
+  x.select(1, 0) = sign + 0.05 * noise.select(1, 0);
+  x.select(1, 1) = sign + 0.8 * noise.select(1, 1);
+  x.select(1, 2) = 0.5 * sign + 0.8 * noise.select(1, 2);
+  const auto fit_x = x.narrow(0, 0, half), test_x = x.narrow(0, half, half);
+  const auto fit_y = labels.narrow(0, 0, half), test_y = labels.narrow(0, half, half);
+  const double chance = majority_share(test_y, 2);
+  auto refit = [&](const torch::Tensor& fx, const torch::Tensor& tx) {
+    return fit_probe(fx, fit_y, 2).accuracy(tx, test_y);
+  };
+  BOOST_TEST(refit(fit_x, test_x) > 0.99);
+
+  // One probe's direction removed: the other coordinates still give the state away.
+  const LinearProbe once = fit_probe(fit_x, fit_y, 2);
+  const double after_one = refit(once.ablate(fit_x), once.ablate(test_x));
+  BOOST_TEST_MESSAGE("probe after one direction removed: " << after_one);
+  BOOST_TEST(after_one > chance + 0.15);
+
+  const RemovedSubspace removed =
+      nullspace_projection(fit_x, fit_y, test_x, test_y, 2, ProbeSettings{}, 10, 0.02);
+  const double after_all = refit(removed.remove(fit_x), removed.remove(test_x));
+  BOOST_TEST_MESSAGE("nullspace: " << removed.dims() << " dimensions in " << removed.rounds
+                                   << " rounds; probe after: " << after_all);
+  BOOST_TEST(removed.dims() >= 2);
+  BOOST_TEST(removed.dims() <= 5);
+  BOOST_TEST(removed.probe_accuracy <= chance + 0.02);
+  BOOST_TEST(after_all < chance + 0.05);  // a fresh probe, standardised again, finds nothing
+
+  const RemovedSubspace control = random_subspace(removed, 7);
+  BOOST_TEST(control.dims() == removed.dims());
+  const auto q = control.basis;
+  BOOST_TEST(torch::allclose(torch::matmul(q.t(), q), torch::eye(q.size(1)), 1e-5, 1e-5));
+  const double after_random = refit(control.remove(fit_x), control.remove(test_x));
+  BOOST_TEST_MESSAGE("random subspace: probe after " << after_random);
+  BOOST_TEST(after_random > chance + 0.3);
+}

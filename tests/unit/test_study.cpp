@@ -888,6 +888,18 @@ probe: {multiples: [1, 2], samples: 200}
   // state may carry the parity in others too; test_probe checks ablation where it is not.)
   BOOST_TEST(lstm["ablated_accuracy"].as<double>() >= 0.0);
   BOOST_TEST(lstm["ablated_accuracy"].as<double>() <= 1.0);
+  // The whole subspace probes read, removed at the recurrent layer that the readout reads:
+  // a probe is then at chance and the model falls to chance; a random subspace of that
+  // dimension (the control) leaves more of it.
+  BOOST_TEST_MESSAGE("lstm.0: nullspace "
+                     << lstm["nullspace_dims"] << " dims in " << lstm["nullspace_rounds"]
+                     << " rounds, probe after " << lstm["nullspace_probe"] << ", model "
+                     << lstm["nullspace_accuracy"] << " (random " << lstm["random_accuracy"]
+                     << ")");
+  BOOST_TEST(lstm["nullspace_dims"].as<int>() >= 1);
+  BOOST_TEST(lstm["nullspace_probe"].as<double>() < 0.1);
+  BOOST_TEST(lstm["nullspace_accuracy"].as<double>() < 0.7);
+  BOOST_TEST(lstm["random_accuracy"].as<double>() > lstm["nullspace_accuracy"].as<double>() + 0.2);
   // Patching the clean embedding at the changed action undoes the corruption; at the readout
   // the embedding (of an unchanged token) recovers nothing, the LSTM's state all of it.
   BOOST_TEST(std::abs(embed["patch_changed"].as<double>() - 1.0) < 1e-6,

@@ -7,6 +7,9 @@
 //             on half of the sequences; its accuracy on the other half, 0 = the majority class;
 //   ablation  the model's final-state accuracy on that half with the probe's directions set to
 //             their mean at every position of the hook;
+//   nullspace the same with the whole subspace linear probes read removed (iterative nullspace
+//             projection until a probe is at chance), and with a random subspace of that
+//             dimension removed (the control);
 //   patching  each held-out sequence with its middle action changed (to the first other action
 //             that keeps it valid and changes the final state): the clean activation of the hook
 //             at one position patched into the corrupted run, and the share of the clean-corrupted
@@ -51,6 +54,8 @@ struct ProbeStudySettings {
   LengthMultiples lengths{"probe", "multiples", {1, 2}};  // 1: the trained maximum
   uint64_t samples = 400;  // sequences per length: half fit the probes, half test
   ProbeSettings fit;
+  int64_t nullspace_rounds = 32;   // iterative nullspace projection: at most this many probes
+  double nullspace_margin = 0.02;  // ... until one is within this of chance (0 rounds: off)
 };
 
 class ProbeStudy final : public Study {
@@ -75,6 +80,8 @@ class ProbeStudy final : public Study {
     node["samples"] = settings_.samples;
     node["iterations"] = settings_.fit.iterations;
     node["l2"] = exact(settings_.fit.l2);
+    node["nullspace_rounds"] = settings_.nullspace_rounds;
+    node["nullspace_margin"] = exact(settings_.nullspace_margin);
     return node;
   }
   ProbeStudySettings settings_;
@@ -89,6 +96,23 @@ void ProbeStudy::read(const Options& root) {
   s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
   s.fit.l2 = section.get<double>("l2", s.fit.l2);
   if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
+  s.nullspace_rounds = get_in_range(section, "nullspace_rounds", s.nullspace_rounds, 0, 1000);
+  s.nullspace_margin = section.get<double>("nullspace_margin", s.nullspace_margin);
+  if (!(s.nullspace_margin >= 0 && s.nullspace_margin < 1))
+    section.fail("nullspace_margin", "must be in [0, 1)");
+}
+
+// The nullspace and random-subspace drops of a hook ("" for both where it was not measured):
+// the model's normalized final-state accuracy minus the same with the subspace removed, the
+// nullspace's with its dimension.
+std::pair<std::string, std::string> nullspace_drops(const YAML::Node& hook, double clean,
+                                                    double chance) {
+  if (!hook["nullspace_accuracy"]) return {"", ""};
+  const auto drop = [&](const char* key) {
+    return format_fraction(clean - above_chance(hook[key].as<double>(), chance));
+  };
+  return {drop("nullspace_accuracy") + " (" + hook["nullspace_dims"].as<std::string>() + ")",
+          drop("random_accuracy")};
 }
 
 // The measurement on the chosen configuration's trained model, read from its checkpoint.
@@ -106,8 +130,9 @@ YAML::Node probe_checkpoint(const StudyRun& run, const PreparedCell& cell, const
 int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
   const StudyConfig& config = run.config;
   Table table;
-  table.header = {"cell",  "chosen",        "length",        "hook",
-                  "probe", "ablation drop", "patch changed", "patch readout"};
+  table.header = {"cell",          "chosen",        "length",         "hook",
+                  "probe",         "ablation drop", "nullspace drop", "random drop",
+                  "patch changed", "patch readout"};
   size_t errors = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
@@ -124,7 +149,7 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
     });
     if (chosen < 0) {
       run.progress.log(context + ": no configuration finished (errors); rerun to retry");
-      table.rows.push_back({cell.label, "-", "-", "-", "error", "", "", ""});
+      table.rows.push_back({cell.label, "-", "-", "-", "error", "", "", "", "", ""});
       continue;
     }
     const TrialSpec& trial = step.trials[chosen];
@@ -160,7 +185,8 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
         // cell's error, not the study's end.
         run.progress.clear();
         run.progress.log(context + ": probing " + trial.configuration() + " failed: " + e.what());
-        table.rows.push_back({cell.label, trial.configuration(), "-", "-", "error", "", "", ""});
+        table.rows.push_back(
+            {cell.label, trial.configuration(), "-", "-", "error", "", "", "", "", ""});
         ++errors;
         continue;
       }
@@ -179,11 +205,12 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       for (const auto& hook : length["hooks"]) {
         const double probe = hook["probe"].as<double>();
         if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
+        const auto [nullspace, random] = nullspace_drops(hook, clean, chance);
         table.rows.push_back(
             {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
              hook["name"].as<std::string>(), format_fraction(probe),
              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-             format_fraction(hook["patch_changed"].as<double>()),
+             nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
              format_fraction(hook["patch_readout"].as<double>())});
       }
       line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
@@ -195,7 +222,10 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
   const std::string note =
       "probe: the linear probe's held-out accuracy for the state at every action position "
       "(0 = the majority class, 1 = perfect); ablation drop: the model's normalized final-state "
-      "accuracy minus the same with the probe's directions ablated at that hook; patch: the share "
+      "accuracy minus the same with the probe's directions ablated at that hook; nullspace drop: "
+      "the same with the whole subspace a linear probe reads removed (iterative nullspace "
+      "projection; its dimension in brackets), random drop: with a random subspace of that "
+      "dimension removed (the control); patch: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation at the changed "
       "position or at the readout.";
   run.out << "\n" << table.text() << "\n" << note << "\n";
@@ -208,9 +238,10 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
 
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
-  table.header = {"model",  "format",        "task",          "distribution", "L",
-                  "status", "length",        "model acc",     "hook",         "depth",
-                  "probe",  "ablation drop", "patch changed", "patch readout"};
+  table.header = {
+      "model",          "format",      "task",          "distribution", "L",     "status",
+      "length",         "model acc",   "hook",          "depth",        "probe", "ablation drop",
+      "nullspace drop", "random drop", "patch changed", "patch readout"};
   size_t unlearned = 0;
   // Per (task, format, length as a multiple of L) two figures against relative depth (the
   // hook's index over the last index), one line per model and cell: the probe's accuracy (what
@@ -275,12 +306,13 @@ void ProbeStudy::report(ReportContext& report) const {
           patches.points.push_back({x, hook["patch_readout"].as<double>()});
           ++depth;
         }
+        const auto [nullspace, random] = nullspace_drops(hook, clean, chance);
         table.rows.push_back(
             {row.model, row.format, row.task, distribution, std::to_string(L), status, multiple,
              format_fraction(clean), hook["name"].as<std::string>(),
              norm ? std::string("norm") : format_number(x, 3), format_fraction(probe),
              format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-             format_fraction(hook["patch_changed"].as<double>()),
+             nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
              format_fraction(hook["patch_readout"].as<double>())});
       }
       probe_figure.series.push_back(probes);
@@ -293,7 +325,10 @@ void ProbeStudy::report(ReportContext& report) const {
       "probe: held-out accuracy of a linear probe for the current state at every "
       "action position, normalized (0 = the majority class, 1 = perfect). ablation "
       "drop: the model's normalized final-state accuracy minus the same with the "
-      "probe's directions ablated at that hook. patch changed / readout: the share "
+      "probe's directions ablated at that hook. nullspace drop: the same with the whole subspace "
+      "a linear probe reads removed by iterative nullspace projection (its dimension in "
+      "brackets); random drop: with a random subspace of that dimension removed, the control. "
+      "patch changed / readout: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation "
       "at the changed action's position / at the readout. depth: the embedding 0, each block "
       "or recurrent layer its index over the last one's (the last 1, for every model; a final "
@@ -340,10 +375,11 @@ torch::Tensor predicted_states(const torch::Tensor& logits, int64_t readout,
 
 }  // namespace
 
-// Settings {lengths, samples, iterations, l2}; the result {lengths: [{length, sequences,
-// final_accuracy, final_chance, changed_position, pairs, hooks: [{name, probe, probe_chance,
-// ablated_accuracy, patch_changed, patch_readout}]}]}, hooks in the order the forward pass
-// reaches them.
+// Settings {lengths, samples, iterations, l2, nullspace_rounds, nullspace_margin}; the result
+// {lengths: [{length, sequences, final_accuracy, final_chance, changed_position, pairs, hooks:
+// [{name, probe, probe_chance, ablated_accuracy, nullspace_dims, nullspace_rounds,
+// nullspace_probe, nullspace_accuracy, random_accuracy, patch_changed, patch_readout}]}]},
+// hooks in the order the forward pass reaches them (the nullspace keys with nullspace_rounds > 0).
 YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settings) {
   SequenceModel& model = context.model;
   const CellData& cell = context.cell;
@@ -354,6 +390,8 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
   ProbeSettings fit;
   fit.iterations = settings["iterations"].as<int64_t>();
   fit.l2 = settings["l2"].as<double>();
+  const int64_t nullspace_rounds = settings["nullspace_rounds"].as<int64_t>(0);
+  const double nullspace_margin = settings["nullspace_margin"].as<double>(0.02);
   const uint64_t samples = settings["samples"].as<uint64_t>();
   std::vector<int> lengths;
   for (const auto& length : settings["lengths"]) lengths.push_back(length.as<int>());
@@ -445,7 +483,9 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
     }
 
     YAML::Node hooks(YAML::NodeType::Sequence);
+    uint64_t hook_index = 0;
     for (const std::string& name : order) {
+      ++hook_index;
       const torch::Tensor& act = acts.at(name);
       if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))
         throw std::runtime_error("hook '" + name + "' gave an activation of shape " +
@@ -476,6 +516,27 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       h["probe_accuracy"] = exact(probe_accuracy);
       h["probe_chance"] = exact(probe_chance);
       h["ablated_accuracy"] = exact(ablated);
+      if (nullspace_rounds > 0) {
+        // The whole readable subspace removed at every position, and the random control.
+        const RemovedSubspace removed = nullspace_projection(
+            features.narrow(0, 0, fit_rows * n), flat.narrow(0, 0, fit_rows * n),
+            features.narrow(0, fit_rows * n, test_rows * n), held, S, fit, nullspace_rounds,
+            nullspace_margin);
+        const RemovedSubspace control = random_subspace(
+            removed, derive_seed(context.spec.seed, {kProbe, uint64_t(n), hook_index}));
+        const auto without = [&](const RemovedSubspace& subspace) {
+          return accuracy(run_edited(model, test_tokens, name, [&](const torch::Tensor& x) {
+            return subspace.remove(x.reshape({x.size(0), x.size(1), -1}).to(torch::kFloat))
+                .to(x.dtype())
+                .reshape(x.sizes());
+          }));
+        };
+        h["nullspace_dims"] = removed.dims();
+        h["nullspace_rounds"] = removed.rounds;
+        h["nullspace_probe"] = exact(above_chance(removed.probe_accuracy, probe_chance));
+        h["nullspace_accuracy"] = exact(without(removed));
+        h["random_accuracy"] = exact(without(control));
+      }
       for (const auto& [key, position] : {std::pair<const char*, int64_t>{"patch_changed", changed},
                                           {"patch_readout", readout}}) {
         double share = 0;
