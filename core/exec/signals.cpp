@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace induct {
 
@@ -13,10 +14,28 @@ namespace {
 
 volatile sig_atomic_t last_signal = 0;
 volatile sig_atomic_t signal_count = 0;
+volatile sig_atomic_t first_seconds = 0, first_ms = 0;  // CLOCK_MONOTONIC of the first
 int pipe_fds[2] = {-1, -1};
+
+// A signal within this long of the first is the same stop sent twice (`timeout` signals its
+// command and then the command's process group; a group kill reaches the process twice), not
+// a second stop.
+constexpr long kRepeatMs = 1000;
 
 void on_stop_signal(int signal) {
   const int saved = errno;
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  const long ms = static_cast<long>(now.tv_nsec / 1000000);
+  if (signal_count > 0 &&
+      (static_cast<long>(now.tv_sec) - first_seconds) * 1000 + (ms - first_ms) < kRepeatMs) {
+    errno = saved;
+    return;
+  }
+  if (signal_count == 0) {
+    first_seconds = static_cast<sig_atomic_t>(now.tv_sec);
+    first_ms = static_cast<sig_atomic_t>(ms);
+  }
   last_signal = signal;
   signal_count = signal_count + 1;
   const char byte = 1;

@@ -1,6 +1,8 @@
 // SIGINT and SIGTERM (Ctrl-C, `kill`, Slurm's walltime) as a request to stop: the coordinator
 // drains its workers (no new trials, those in flight cancelled and recorded) and exits with a
-// line saying what is stored and that the same command resumes. A second signal stops at once.
+// line saying what is stored and that the same command resumes. A second signal, a second or
+// more after the first, stops at once (one sooner is the same stop delivered twice, as `timeout`
+// does: to its command, then to the command's process group).
 #pragma once
 
 #include <stdexcept>
@@ -13,7 +15,8 @@ namespace induct {
 void install_stop_signals();
 void ignore_stop_signals();
 
-// The last stop signal received (0: none) and how many have arrived.
+// The last stop signal received (0: none) and how many have arrived (repeats within a second
+// of the first not counted).
 int stop_signal();
 int stop_signals_received();
 // Readable (a byte per signal) once a signal has arrived: for poll() beside other fds.

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "exec/signals.hpp"
 #include "exec/status.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reference.hpp"
@@ -1063,4 +1064,28 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
     BOOST_TEST(std::string(e.what()) ==
                run.dir + "/bad.csv:3: metric 'accuracy': expected nstar or kappa");
   }
+}
+
+// A stop signal delivered twice at once (`timeout` signals its command, then the command's
+// process group) is one stop; a second a second or more later is a second stop.
+BOOST_AUTO_TEST_CASE(a_signal_repeated_at_once_is_one_stop) {
+  // In a child process: the handlers and the count stay there.
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    install_stop_signals();
+    int failed = stop_signals_received() != 0;
+    ::raise(SIGTERM);
+    ::raise(SIGTERM);
+    failed |= (stop_signals_received() != 1 || stop_signal() != SIGTERM) << 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    ::raise(SIGINT);
+    failed |= (stop_signals_received() != 2 || stop_signal() != SIGINT) << 2;
+    ::_exit(failed);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_REQUIRE(WIFEXITED(status));
+  // 1: a count before any signal; 2: the repeat counted; 4: the later signal not counted.
+  BOOST_TEST(WEXITSTATUS(status) == 0);
 }
