@@ -104,14 +104,19 @@ void ProbeStudy::read(const Options& root) {
 
 // The nullspace and random-subspace drops of a hook ("" for both where it was not measured):
 // the model's normalized final-state accuracy minus the same with the subspace removed, the
-// nullspace's with its dimension.
+// nullspace's with its dimension, and a + where the rounds ran out before a probe was within
+// the margin of chance (settings: the outcome's).
 std::pair<std::string, std::string> nullspace_drops(const YAML::Node& hook, double clean,
-                                                    double chance) {
+                                                    double chance, const YAML::Node& settings) {
   if (!hook["nullspace_accuracy"]) return {"", ""};
   const auto drop = [&](const char* key) {
     return format_fraction(clean - above_chance(hook[key].as<double>(), chance));
   };
-  return {drop("nullspace_accuracy") + " (" + hook["nullspace_dims"].as<std::string>() + ")",
+  const double probe_chance = hook["probe_chance"].as<double>();
+  const bool at_chance = hook["nullspace_probe"].as<double>() * (1 - probe_chance) <=
+                         settings["nullspace_margin"].as<double>() + 1e-9;
+  return {drop("nullspace_accuracy") + " (" + hook["nullspace_dims"].as<std::string>() +
+              (at_chance ? ")" : "+)"),
           drop("random_accuracy")};
 }
 
@@ -205,7 +210,7 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       for (const auto& hook : length["hooks"]) {
         const double probe = hook["probe"].as<double>();
         if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
-        const auto [nullspace, random] = nullspace_drops(hook, clean, chance);
+        const auto [nullspace, random] = nullspace_drops(hook, clean, chance, value["settings"]);
         table.rows.push_back(
             {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
              hook["name"].as<std::string>(), format_fraction(probe),
@@ -224,7 +229,8 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       "(0 = the majority class, 1 = perfect); ablation drop: the model's normalized final-state "
       "accuracy minus the same with the probe's directions ablated at that hook; nullspace drop: "
       "the same with the whole subspace a linear probe reads removed (iterative nullspace "
-      "projection; its dimension in brackets), random drop: with a random subspace of that "
+      "projection; its dimension in brackets, + where the rounds ran out before a probe was at "
+      "chance), random drop: with a random subspace of that "
       "dimension removed (the control); patch: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation at the changed "
       "position or at the readout.";
@@ -306,7 +312,7 @@ void ProbeStudy::report(ReportContext& report) const {
           patches.points.push_back({x, hook["patch_readout"].as<double>()});
           ++depth;
         }
-        const auto [nullspace, random] = nullspace_drops(hook, clean, chance);
+        const auto [nullspace, random] = nullspace_drops(hook, clean, chance, o->value["settings"]);
         table.rows.push_back(
             {row.model, row.format, row.task, distribution, std::to_string(L), status, multiple,
              format_fraction(clean), hook["name"].as<std::string>(),
@@ -327,7 +333,8 @@ void ProbeStudy::report(ReportContext& report) const {
       "drop: the model's normalized final-state accuracy minus the same with the "
       "probe's directions ablated at that hook. nullspace drop: the same with the whole subspace "
       "a linear probe reads removed by iterative nullspace projection (its dimension in "
-      "brackets); random drop: with a random subspace of that dimension removed, the control. "
+      "brackets, + where probe.nullspace_rounds ran out before a probe was at chance); random "
+      "drop: with a random subspace of that dimension removed, the control. "
       "patch changed / readout: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation "
       "at the changed action's position / at the readout. depth: the embedding 0, each block "
