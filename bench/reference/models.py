@@ -346,6 +346,81 @@ class Mamba2(nn.Module):
         return x @ self.embed.weight.t() if self.tied else self.head(x)
 
 
+class DeltaBlock(nn.Module):
+    """A delta-rule mixer and a SwiGLU MLP, each pre-RMSNorm residual; the recurrence step by
+    step as flash-linear-attention's naive delta rule: S <- S + k (beta (v - S^T k))^T after an
+    optional decay S <- exp(g) S, o = S^T q."""
+
+    def __init__(self, d, heads, d_ff, d_conv, householder, negative_eigenvalues, gate):
+        super().__init__()
+        self.h, self.dh, self.n = heads, d // heads, householder
+        self.neg, self.gated = negative_eigenvalues, gate
+        c = d * (1 + 2 * householder)
+        self.norm = RMSNorm(d)
+        self.qkv = nn.Linear(d, c, bias=False)
+        self.conv = nn.Conv1d(c, c, d_conv, groups=c, padding=d_conv - 1, bias=False)
+        self.beta = nn.Linear(d, heads * householder, bias=False)
+        if gate:
+            self.decay = nn.Linear(d, heads, bias=False)
+            self.A_log = nn.Parameter(torch.zeros(heads))
+            self.dt_bias = nn.Parameter(torch.zeros(heads))
+            self.out_gate = nn.Linear(d, d, bias=False)
+        self.out_norm = RMSNorm(self.dh)
+        self.out = nn.Linear(d, d, bias=False)
+        self.mlp_norm = RMSNorm(d)
+        self.mlp = SwiGlu(d, d_ff)
+
+    def forward(self, u):  # (b, l, d)
+        b, l, d = u.shape
+        h, dh, n = self.h, self.dh, self.n
+        x = self.norm(u)
+        qkv = F.silu(self.conv(self.qkv(x).transpose(1, 2))[..., :l].transpose(1, 2))
+        q, k, v = qkv.split([d, n * d, n * d], -1)
+        q = q.reshape(b, l, h, dh)
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6) / math.sqrt(dh)
+        k = k.reshape(b, l, n, h, dh)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+        v = v.reshape(b, l, n, h, dh)
+        beta = torch.sigmoid(self.beta(x)).reshape(b, l, n, h)
+        if self.neg:
+            beta = 2 * beta
+        if self.gated:
+            g = -torch.exp(self.A_log) * F.softplus(self.decay(x) + self.dt_bias)  # (b, l, h)
+        S = torch.zeros(b, h, dh, dh)
+        outs = []
+        for t in range(l):
+            if self.gated:
+                S = S * torch.exp(g[:, t])[:, :, None, None]
+            for j in range(n):
+                kt, vt, bt = k[:, t, j], v[:, t, j], beta[:, t, j]  # (b, h, dh), (b, h)
+                read = torch.einsum("bhk,bhkv->bhv", kt, S)
+                S = S + kt[..., :, None] * (bt[..., None] * (vt - read))[..., None, :]
+            outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t], S))
+        o = self.out_norm(torch.stack(outs, 1)).reshape(b, l, d)
+        if self.gated:
+            o = o * F.silu(self.out_gate(x))
+        u = u + self.out(o)
+        return u + self.mlp(self.mlp_norm(u))
+
+
+class DeltaNet(nn.Module):
+    def __init__(self, vocab, layers=6, d_model=256, heads=4, d_ff=1024, d_conv=4, householder=1,
+                 negative_eigenvalues=False, gate=False):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(
+            DeltaBlock(d_model, heads, d_ff, d_conv, householder, negative_eigenvalues, gate)
+            for _ in range(layers))
+        self.norm = RMSNorm(d_model)
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
 def build(name, vocab, max_length, options):
     """The reference model for an induct model name and its resolved options."""
     if name == "lstm":
@@ -360,4 +435,6 @@ def build(name, vocab, max_length, options):
         return Mamba(vocab, **options)
     if name == "mamba2":
         return Mamba2(vocab, **options)
+    if name == "deltanet":
+        return DeltaNet(vocab, **options)
     raise ValueError(f"no reference implementation for model '{name}'")

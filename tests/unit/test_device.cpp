@@ -61,6 +61,9 @@ const std::vector<std::string> kModels = {
     "{name: mamba, layers: 2, d_model: 64}",
     "{name: mamba2}",
     "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4}",
+    "{name: deltanet, layers: 2}",
+    "{name: deltanet, layers: 2, d_model: 64, heads: 2, d_ff: 128, householder: 2, "
+    "negative_eigenvalues: true, gate: true}",
 };
 
 struct Side {

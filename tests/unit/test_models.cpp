@@ -30,9 +30,12 @@ const std::map<std::string, std::string> kSmall = {
     {"dense_ssm", "{name: dense_ssm, hidden: 16}"},
     {"mamba", "{name: mamba, layers: 1, d_model: 16, d_state: 8, dt_rank: 4}"},
     {"mamba2", "{name: mamba2, layers: 2, d_model: 16, headdim: 8, d_state: 8, chunk_size: 4}"},
+    {"deltanet",
+     "{name: deltanet, layers: 2, d_model: 16, heads: 2, d_ff: 32, householder: 2, "
+     "negative_eigenvalues: true, gate: true}"},
 };
-const std::vector<std::string> kModels = {"lstm",   "gru",       "gpt2",  "llama",
-                                          "pythia", "dense_ssm", "mamba", "mamba2"};
+const std::vector<std::string> kModels = {"lstm",      "gru",   "gpt2",   "llama",   "pythia",
+                                          "dense_ssm", "mamba", "mamba2", "deltanet"};
 
 std::shared_ptr<SequenceModel> make(const std::string& yaml, int64_t vocab, int64_t length,
                                     uint64_t seed) {
@@ -79,10 +82,11 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   BOOST_TEST(torch::equal(model->forward(tokens), plain));
   BOOST_REQUIRE(!seen.empty());
   const std::map<std::string, std::string> expected = {
-      {"lstm", "embed, lstm.0-1"},          {"gru", "embed, gru.0-1"},
-      {"gpt2", "embed, block.0-1, norm"},   {"llama", "embed, block.0-1, norm"},
-      {"pythia", "embed, block.0-1, norm"}, {"dense_ssm", "state"},
-      {"mamba", "embed, block.0, norm"},    {"mamba2", "embed, block.0-1, norm"}};
+      {"lstm", "embed, lstm.0-1"},           {"gru", "embed, gru.0-1"},
+      {"gpt2", "embed, block.0-1, norm"},    {"llama", "embed, block.0-1, norm"},
+      {"pythia", "embed, block.0-1, norm"},  {"dense_ssm", "state"},
+      {"mamba", "embed, block.0, norm"},     {"mamba2", "embed, block.0-1, norm"},
+      {"deltanet", "embed, block.0-1, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
   for (const auto& target : seen) {
     model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
@@ -173,6 +177,19 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   const int64_t mamba2_layer =
       d + d * (Di + conv_dim + H2) + (conv_dim * K + conv_dim) + 3 * H2 + Di + Di * d;
   BOOST_TEST(count(*make("{name: mamba2}", V, P, 0)) == V * d + layers * mamba2_layer + d);
+  // DeltaNet: embedding, per layer RMSNorm, the q, k, v projection (k and v once per
+  // Householder step) and its depthwise conv without bias, beta per head and step, the heads'
+  // output RMSNorm (d / 4), out, RMSNorm and SwiGLU; final RMSNorm; untied head. Gated: the
+  // decay projection, A_log and dt_bias per head, the output gate.
+  for (int64_t n : {1, 2}) {
+    const int64_t C = d * (1 + 2 * n);
+    const int64_t delta_layer = d + d * C + C * K + d * 4 * n + d / 4 + d * d + d + 3 * d * ff;
+    const std::string steps = "householder: " + std::to_string(n);
+    BOOST_TEST(count(*make("{name: deltanet, " + steps + "}", V, P, 0)) ==
+               V * d + layers * delta_layer + d + d * V);
+    BOOST_TEST(count(*make("{name: deltanet, gate: true, " + steps + "}", V, P, 0)) ==
+               V * d + layers * (delta_layer + d * 4 + 2 * 4 + d * d) + d + d * V);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(gpt2_positions_cover_the_longest_sequence) {

@@ -50,6 +50,9 @@ const std::vector<std::string> kModels = {
     // Three chunks of the SSD scan over the 10 tokens, two groups of B and C.
     "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4, "
     "tie_embeddings: false}",
+    "{name: deltanet, layers: 2}",
+    "{name: deltanet, layers: 2, d_model: 64, heads: 2, d_ff: 128, householder: 2, "
+    "negative_eigenvalues: true, gate: true}",
 };
 
 void write_raw(const std::string& path, const torch::Tensor& t) {
