@@ -120,6 +120,16 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
     const double scan = 2 * B * T * Q * H * (N + P) + 2 * K * B * T * conv;
     return layers * (projections + scan) + 2 * B * T * d * V;
   }
+  if (kind == "deltanet") {
+    const double d = get("d_model"), H = get("heads"), n = get("householder"), ff = get("d_ff"),
+                 K = get("d_conv"), layers = get("layers"), Dk = d / H, C = d * (1 + 2 * n),
+                 gated = m["gate"].as<bool>() ? 1 : 0;
+    const double projections =
+        2 * B * T * (d * C + d * H * n + d * d + 3 * d * ff + gated * (d * H + d * d));
+    // Per head and step: S^T k and the rank-1 update per Householder step, S^T q once.
+    const double recurrence = 2 * B * T * H * Dk * Dk * (2 * n + 1) + 2 * K * B * T * C;
+    return layers * (projections + recurrence) + 2 * B * T * d * V;
+  }
   return 0;
 }
 
@@ -129,7 +139,7 @@ int main(int argc, char** argv) {
   po::options_description options("induct_bench options");
   options.add_options()("models",
                         po::value<std::string>()->default_value(
-                            "lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2"),
+                            "lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2,deltanet"),
                         "models")("lengths", po::value<std::string>()->default_value("10,30,62"),
                                   "tokens per sequence")(
       "batch", po::value<int64_t>()->default_value(64), "batch size")(
@@ -174,6 +184,8 @@ int main(int argc, char** argv) {
       {"dense_ssm", small ? "{name: dense_ssm, hidden: 64}" : "{name: dense_ssm}"},
       {"mamba", small ? "{name: mamba, layers: 2, d_model: 64}" : "{name: mamba}"},
       {"mamba2", small ? "{name: mamba2, layers: 2, d_model: 64}" : "{name: mamba2}"},
+      {"deltanet", small ? "{name: deltanet, layers: 2, d_model: 64, heads: 4, d_ff: 256}"
+                         : "{name: deltanet}"},
   };
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "induct/task.hpp"
 #include "plugin/registry.hpp"
@@ -79,6 +81,32 @@ inline std::string temp_dir(const std::string& name) {
   std::string dir = "/tmp/induct-test-" + name + "-" + std::to_string(::getpid());
   run_command("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
   return dir;
+}
+
+// The names a message lists after `prefix` up to the next ')', split at ", " ({} without the
+// prefix): so that tests of "available models: ..." name the plugins they need, not all.
+inline std::vector<std::string> listed_after(const std::string& message,
+                                             const std::string& prefix) {
+  const size_t at = message.find(prefix);
+  if (at == std::string::npos) return {};
+  const size_t from = at + prefix.size(), to = message.find(')', from);
+  std::vector<std::string> names;
+  std::stringstream list(message.substr(from, to == std::string::npos ? to : to - from));
+  for (std::string name; std::getline(list, name, ',');)
+    names.push_back(name.substr(name.find_first_not_of(' ')));
+  return names;
+}
+
+// The in-tree models (each listed where a message names the available models, in order).
+inline const std::vector<std::string> kInTreeModels = {
+    "deltanet", "dense_ssm", "gpt2", "gru", "llama", "lstm", "mamba", "mamba2", "pythia"};
+
+// Whether `names` is sorted and holds every in-tree model.
+inline bool lists_the_in_tree_models(const std::vector<std::string>& names) {
+  if (!std::is_sorted(names.begin(), names.end())) return false;
+  for (const auto& model : kInTreeModels)
+    if (std::find(names.begin(), names.end(), model) == names.end()) return false;
+  return true;
 }
 
 }  // namespace induct::test

@@ -177,10 +177,9 @@ BOOST_AUTO_TEST_CASE(unknown_model_lists_the_available_ones) {
     BOOST_FAIL("no error");
   } catch (const PluginError& e) {
     std::string message = e.what();
-    BOOST_TEST(
-        message.find("unknown model 'transformer' (available models: deltanet, dense_ssm, gpt2, "
-                     "gru, llama, lstm, mamba, mamba2, pythia)") == 0u,
-        message);
+    BOOST_TEST(message.find("unknown model 'transformer' (available models: ") == 0u, message);
+    BOOST_TEST(test::lists_the_in_tree_models(test::listed_after(message, "(available models: ")),
+               message);
   }
 }
 

@@ -31,8 +31,7 @@
 namespace {
 
 struct Config {
-  int64_t vocab = 0, layers = 6, d_model = 256, heads = 4, d_ff = 1024, d_conv = 4,
-          householder = 1;
+  int64_t vocab = 0, layers = 6, d_model = 256, heads = 4, d_ff = 1024, d_conv = 4, householder = 1;
   bool negative_eigenvalues = false, gate = false;
   int64_t head_dim() const { return d_model / heads; }
   int64_t qkv_dim() const { return d_model * (1 + 2 * householder); }
@@ -80,8 +79,8 @@ class DeltaBlock : public torch::nn::Module {
     const int64_t B = input.size(0), T = input.size(1), H = c_.heads, D = c_.head_dim(),
                   n = c_.householder;
     const auto x = norm(input);
-    auto qkv_t = induct::nn::causal_conv1d(project(qkv, x), conv->weight.squeeze(1),
-                                           torch::Tensor(), true);
+    auto qkv_t =
+        induct::nn::causal_conv1d(project(qkv, x), conv->weight.squeeze(1), torch::Tensor(), true);
     auto parts = qkv_t.split({c_.d_model, n * c_.d_model, n * c_.d_model}, -1);
     const auto q = l2_normalize(parts[0].reshape({B, T, H, D})) / std::sqrt(double(D));
     const auto k = l2_normalize(parts[1].reshape({B, T, n, H, D}));
@@ -98,7 +97,7 @@ class DeltaBlock : public torch::nn::Module {
       if (c_.gate) S = S * g.select(1, t).unsqueeze(-1).unsqueeze(-1);
       for (int64_t j = 0; j < n; ++j) {
         const auto kt = k.select(1, t).select(1, j), vt = v.select(1, t).select(1, j);  // [B,H,D]
-        const auto bt = b.select(1, t).select(1, j).unsqueeze(-1);                       // [B,H,1]
+        const auto bt = b.select(1, t).select(1, j).unsqueeze(-1);                      // [B,H,1]
         const auto read = torch::matmul(kt.unsqueeze(-2), S).squeeze(-2);  // S^T k: [B,H,D]
         S = S + kt.unsqueeze(-1) * (bt * (vt - read)).unsqueeze(-2);
       }
