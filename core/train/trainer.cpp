@@ -303,9 +303,11 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
   return state;
 }
 
+// Writes the training state; a failure is reported once per training (`reported`), not at
+// every save, and the training goes on.
 void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& optimizer,
                  const std::array<uint64_t, 4>& pass_rng, int64_t cursor, const TrialResult& result,
-                 torch::Device device) {
+                 torch::Device device, bool& reported) {
   try {
     torch::serialize::OutputArchive archive;
     archive.write("trajectory", c10::IValue(file.trajectory));
@@ -324,8 +326,12 @@ void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& op
     write_archive_file(archive, file.path);  // whole or not at all, with a digest
   } catch (const std::exception& e) {
     // A state only saves time: the training goes on without it (and the earlier state, if any).
-    std::cerr << "induct: could not save the training state " << file.path << ": " << e.what()
-              << "\n";
+    if (reported) return;
+    reported = true;
+    const std::string message = e.what();
+    std::cerr << "induct: could not save the training state " << file.path << ": "
+              << message.substr(0, message.find('\n'))
+              << " (the training goes on without it; not said again for this training)\n";
   }
 }
 
@@ -388,11 +394,13 @@ TrialResult train_model(SequenceModel& model, const TrainData& data, const Train
     // first): trained from the start, and the file is left as it is.
     state = nullptr;
   }
+  bool state_failure_reported = false;
   const auto save = [&] {
     result.seconds =
         earlier_seconds +
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    write_state(*state, model, optimizer, pass_rng, static_cast<int64_t>(cursor), result, device);
+    write_state(*state, model, optimizer, pass_rng, static_cast<int64_t>(cursor), result, device,
+                state_failure_reported);
     saved_at = result.steps;
   };
   const bool pinned = device.is_cuda();

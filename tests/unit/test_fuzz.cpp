@@ -146,8 +146,7 @@ size_t fuzz(const std::vector<std::string>& corpus, uint64_t seed, const std::st
       const std::string message = e.what();
       if (message.empty() || message.find(name) == std::string::npos) {
         save_input("a message names no file");
-        BOOST_FAIL("iteration " << i << ": the message '" << message << "' does not name "
-                                << name);
+        BOOST_FAIL("iteration " << i << ": the message '" << message << "' does not name " << name);
       }
     }
     ::alarm(0);
@@ -160,9 +159,8 @@ size_t fuzz(const std::vector<std::string>& corpus, uint64_t seed, const std::st
 BOOST_AUTO_TEST_CASE(the_study_reader_reads_or_refuses_any_mutation_of_a_study_file) {
   const fs::path source = INDUCT_SOURCE_DIR;
   const auto corpus = seeds({source / "configs", source / "tests/fixtures/studies"}, ".yaml");
-  const size_t refused = fuzz(corpus, 1, "study.yaml", [](const std::string& text) {
-    load_study_text(text, "study.yaml");
-  });
+  const size_t refused = fuzz(corpus, 1, "study.yaml",
+                              [](const std::string& text) { load_study_text(text, "study.yaml"); });
   BOOST_TEST_MESSAGE(refused << " of " << iterations() << " mutated study files refused");
   BOOST_TEST(refused > 0);  // the mutations reach the error paths
 }

@@ -554,6 +554,32 @@ BOOST_AUTO_TEST_CASE(a_killed_training_resumes_from_its_state_as_if_never_stoppe
   }
 }
 
+// A state that cannot be written (its folder is a file) is said once for the training, not
+// at every save, and the training goes on to the result it has without states.
+BOOST_AUTO_TEST_CASE(an_unwritable_state_is_said_once_and_the_training_goes_on) {
+  TrialSpec spec = parity_trial(6, 40, 32, 1e-3, 300);
+  spec.cell.model = YAML::Load("{name: lstm, hidden: 16}");
+  const TrialResult plain = run_trial(spec, test::plugins());
+  const std::string dir = test::temp_dir("unwritable-states");
+  spec.state_dir = dir + "/states";
+  std::ofstream(spec.state_dir) << "a file where the states' folder should be";
+  spec.state_every = 20;
+  spec.keep_states = "none";
+  std::stringstream said;
+  auto* old_buffer = std::cerr.rdbuf(said.rdbuf());
+  const TrialResult with = run_trial(spec, test::plugins());
+  std::cerr.rdbuf(old_buffer);
+  const std::string text = said.str();
+  BOOST_TEST(with.steps > 60);  // saves at 20, 40, 60, ...
+  require_same_run(with, plain);
+  const std::string line = "induct: could not save the training state";
+  BOOST_TEST(text.find(line) != std::string::npos, text);
+  BOOST_TEST(text.find(line) == text.rfind(line), text);  // once
+  BOOST_TEST(text.find("not said again for this training") != std::string::npos, text);
+  BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 1, text);  // one line, no backtrace
+  test::run_command("rm -rf '" + dir + "'");
+}
+
 // A failed training's final state lets a longer step limit go on from it (the same trajectory:
 // the limit is not part of it); a detector that would have stopped the run before that state
 // trains from the start and leaves the state alone.
