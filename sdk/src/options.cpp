@@ -493,6 +493,52 @@ void refuse_leading_comma(const std::string& text, const std::string& name, bool
   }
 }
 
+// The length of the valid UTF-8 sequence at text[i] (0: none: a stray continuation byte, an
+// overlong form, a surrogate, past U+10FFFF or cut short).
+size_t utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned long code = 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2, code = c & 0x1F;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3, code = c & 0x0F;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4, code = c & 0x07;
+  else
+    return 0;
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if ((n == 3 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF))) ||
+      (n == 4 && (code < 0x10000 || code > 0x10FFFF)))
+    return 0;
+  return n;
+}
+
+// yaml-cpp replaces bytes that are not UTF-8 by U+FFFD without a word: a study file (and a
+// --set) must be UTF-8, and the first byte that is not is named by its line and column.
+void refuse_invalid_utf8(const std::string& text, const std::string& name, bool positions = true) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size(); ++column) {
+    const size_t n = utf8_length(text, i);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[i]));
+      throw ConfigError(
+          name +
+          (positions ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) +
+          ": not UTF-8 (byte " + hex + "); a study file must be UTF-8 text");
+    }
+    if (text[i] == '\n') ++line, column = 0;
+    i += n;
+  }
+}
+
 void apply_override(YAML::Node& root, const std::string& text, Source& source) {
   auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -502,6 +548,19 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
     throw ConfigError("--set " + text +
                       ": no value after '=' (to use the default, leave the "
                       "--set out)");
+  std::string shown;  // the --set with the bytes that are not UTF-8 as \xNN
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(text, i);
+    if (n > 0) {
+      shown += text.substr(i, n);
+      i += n;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(text[i++]));
+    shown += hex;
+  }
+  refuse_invalid_utf8(text, "--set " + shown, false);
   refuse_leading_comma(given, "--set " + text, false);
   YAML::Node value;
   try {
@@ -572,6 +631,7 @@ Options load_file(const std::string& path, const std::vector<std::string>& overr
   std::ostringstream text;
   text << in.rdbuf();
   if (!in.is_open()) throw ConfigError(path + ": cannot read the file");
+  refuse_invalid_utf8(text.str(), path);
   refuse_leading_comma(text.str(), path);
   return load([&] { return YAML::LoadAll(text.str()); }, path, overrides);
 }
@@ -582,6 +642,7 @@ Options load_string(const std::string& text, const std::string& name,
     throw ConfigError(name + ": " + std::to_string(text.size()) +
                       " bytes; a study file holds at most " + std::to_string(kMaxDocumentBytes) +
                       " bytes");
+  refuse_invalid_utf8(text, name);
   refuse_leading_comma(text, name);
   return load([&] { return YAML::LoadAll(text); }, name, overrides);
 }

@@ -372,6 +372,20 @@ BOOST_AUTO_TEST_CASE(interpolation_is_refused_where_it_was_written) {
              "");  // comments are not values
 }
 
+// yaml-cpp reads bytes that are not UTF-8 as U+FFFD without a word: refused at their line and
+// column (or in the --set); UTF-8 beyond ASCII is read as written.
+BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8_are_refused_where_they_are) {
+  BOOST_TEST(error_of("name: \"ab\xff\"\n" + std::string(kStudy)) ==
+             "study.yaml:1:10: not UTF-8 (byte 0xFF); a study file must be UTF-8 text");
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})
+    BOOST_TEST(error_of("name: x\n# " + std::string(bad) + "\n" + std::string(kStudy))
+                       .find("study.yaml:2:3: not UTF-8") == 0u,
+               bad);  // overlong, a surrogate, past U+10FFFF, cut short; in a comment too
+  BOOST_TEST(error_of(kStudy, {"name=x\xfey"}).find("not UTF-8 (byte 0xFE)") != std::string::npos);
+  BOOST_TEST(error_of("name: \"caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x93\x88\"\n" +
+                      std::string(kStudy)) == "");
+}
+
 // yaml-cpp allocates without bound on a document that starts with ',': refused before it parses
 // (the file's line and column, or the --set); and run's thread counts are bounded, not wrapped.
 BOOST_AUTO_TEST_CASE(a_leading_comma_and_huge_thread_counts_are_refused) {
