@@ -163,14 +163,18 @@ class Transformer(nn.Module):
 
 
 class DenseSSM(nn.Module):
-    """h_t = A(x_t) h_{t-1}, A(x)_ij = sum_k W_ijk x_k, optionally A(x) = U diag(V^T x) W^T."""
+    """h_t = A(x_t) h_{t-1}, A(x)_ij = sum_k W_ijk x_k, optionally A(x) = U diag(V^T x) W^T,
+    or block-diagonal with blocks of size `block` (1: diagonal)."""
 
-    def __init__(self, vocab, hidden=256, embed=None, rank=0, normalize=True, precompute=False):
+    def __init__(self, vocab, hidden=256, embed=None, rank=0, normalize=True, precompute=False,
+                 block=0):
         super().__init__()
         embed = embed or hidden
-        self.rank, self.normalize, self.precompute = rank, normalize, precompute
+        self.rank, self.normalize, self.precompute, self.block = rank, normalize, precompute, block
         self.embed = nn.Embedding(vocab, embed)
-        if rank == 0:
+        if block:
+            self.W = nn.Parameter(torch.zeros(hidden // block, block, block, embed))
+        elif rank == 0:
             self.W = nn.Parameter(torch.zeros(hidden, hidden, embed))
         else:
             self.U = nn.Parameter(torch.zeros(hidden, rank))
@@ -186,7 +190,11 @@ class DenseSSM(nn.Module):
             per_token = torch.einsum("ijk,vk->vij", self.W, self.embed.weight)  # (v, h, h)
         states = []
         for t in range(tokens.shape[1]):
-            if self.rank == 0 and self.precompute:
+            if self.block:  # each block's map contracted per step
+                A = torch.einsum("jpqk,bk->bjpq", self.W, x[:, t])
+                hb = h.reshape(h.shape[0], -1, self.block)
+                h = torch.einsum("bjpq,bjq->bjp", A, hb).reshape(h.shape[0], -1)
+            elif self.rank == 0 and self.precompute:
                 h = torch.bmm(per_token[tokens[:, t]], h.unsqueeze(-1)).squeeze(-1)
             elif self.rank == 0:
                 A = torch.einsum("ijk,bk->bij", self.W, x[:, t])  # contracted per step

@@ -57,6 +57,7 @@ const std::vector<std::string> kModels = {
     "{name: pythia, layers: 2, d_model: 64, heads: 4, d_ff: 256}",
     "{name: dense_ssm}",
     "{name: dense_ssm, hidden: 64, rank: 16, normalize: false}",
+    "{name: dense_ssm, hidden: 64, block: 16}",
     "{name: mamba}",
     "{name: mamba, layers: 2, d_model: 64}",
     "{name: mamba2}",

@@ -160,6 +160,10 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
   BOOST_TEST(count(*make("{name: dense_ssm}", V, P, 0)) == V * d + d * d * d + d + d * V + V);
   BOOST_TEST(count(*make("{name: dense_ssm, rank: 32}", V, P, 0)) ==
              V * d + (d * 32 + d * 32 + d * 32) + d + d * V + V);
+  // Block-diagonal: H / b blocks of b x b x E; diagonal (b = 1): H x E.
+  for (int64_t b : {1, 16})
+    BOOST_TEST(count(*make("{name: dense_ssm, block: " + std::to_string(b) + "}", V, P, 0)) ==
+               V * d + d * b * d + d + d * V + V);
   // Mamba: embedding (tied head), per layer RMSNorm, in_proj, depthwise conv with bias,
   // x_proj, dt_proj with bias, A_log, D, out_proj; final RMSNorm.
   const int64_t Di = 2 * d, N = 64, R = 16, K = 4;
@@ -189,6 +193,54 @@ BOOST_AUTO_TEST_CASE(parameter_counts_at_paper_size) {
                V * d + layers * delta_layer + d + d * V);
     BOOST_TEST(count(*make("{name: deltanet, gate: true, " + steps + "}", V, P, 0)) ==
                V * d + layers * (delta_layer + d * 4 + 2 * 4 + d * d) + d + d * V);
+  }
+}
+
+// Dense-SSM's structured forms: one block of the whole width is the full form (the same
+// weights from the same seed, the same logits through another computation); the diagonal form
+// mixes no coordinates (a state coordinate depends on its own past only); a block size that
+// does not divide hidden, or a block with a rank, is refused naming the key.
+BOOST_AUTO_TEST_CASE(dense_ssm_block_forms) {
+  torch::manual_seed(2);
+  const auto tokens = torch::randint(0, 10, {3, 7}, torch::kLong);
+  auto full = make("{name: dense_ssm, hidden: 16}", 12, 7, 5);
+  auto one_block = make("{name: dense_ssm, hidden: 16, block: 16}", 12, 7, 5);
+  full->eval();
+  one_block->eval();
+  BOOST_TEST(torch::allclose(full->forward(tokens), one_block->forward(tokens), 1e-5, 1e-5));
+  // The diagonal form: h_t = a(x_t) * h_{t-1} coordinate by coordinate, so two sequences that
+  // differ only in their first token have the same ratio h_t / h_{t-1} at every later step
+  // (the full form mixes coordinates: not so).
+  auto twin = tokens.clone();
+  twin.select(1, 0) = (twin.select(1, 0) + 1) % 10;
+  for (const bool diagonal : {true, false}) {
+    auto model = make(diagonal ? "{name: dense_ssm, hidden: 16, block: 1, normalize: false}"
+                               : "{name: dense_ssm, hidden: 16, normalize: false}",
+                      12, 7, 5);
+    auto states = [&](const torch::Tensor& t) {
+      torch::Tensor seen;
+      model->hooks.set_handler([&](const std::string&, const torch::Tensor& x) {
+        seen = x.to(torch::kDouble);
+        return x;
+      });
+      model->forward(t);
+      model->hooks.clear();
+      return seen;
+    };
+    const auto a = states(tokens), b = states(twin);
+    const auto ratio = [](const torch::Tensor& h) { return h.slice(1, 1) / h.slice(1, 0, -1); };
+    BOOST_TEST(torch::allclose(ratio(a), ratio(b), 1e-3, 1e-6) == diagonal,
+               (diagonal ? "diagonal" : "full"));
+  }
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"{name: dense_ssm, hidden: 16, block: 5}", "block: must divide hidden (16)"},
+           {"{name: dense_ssm, hidden: 16, block: 4, rank: 2}", "block: and rank are two forms"}}) {
+    try {
+      make(text, 12, 7, 5);
+      BOOST_FAIL("no error for " << text);
+    } catch (const std::exception& e) {
+      BOOST_TEST(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
   }
 }
 

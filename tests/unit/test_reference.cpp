@@ -45,6 +45,8 @@ const std::vector<std::string> kModels = {
     "{name: pythia}",
     "{name: dense_ssm}",
     "{name: dense_ssm, hidden: 64, rank: 16, normalize: false}",
+    "{name: dense_ssm, hidden: 64, block: 16}",
+    "{name: dense_ssm, hidden: 64, block: 1, normalize: false}",
     "{name: mamba}",
     "{name: mamba2}",
     // Three chunks of the SSD scan over the 10 tokens, two groups of B and C.

@@ -2,7 +2,10 @@
 //   h_t = A(x_t) h_{t-1},  A(x)_{ij} = sum_k W_{ijk} x_k   (no additive term)
 // with x_t the embedding of token t, a learned non-zero h_0, L2 normalisation of h_t after each
 // step (project decision, switchable) and a linear head on every h_t. Optionally low rank (CP):
-//   A(x) = U diag(V^T x) W^T.
+//   A(x) = U diag(V^T x) W^T,
+// or block-diagonal (`block: b`, b dividing H; b = 1 is the diagonal form): H / b independent
+// b x b bilinear maps, A(x) = blockdiag(A_1(x), ..., A_{H/b}(x)), A_j(x)_{pq} = sum_k
+// W_{jpqk} x_k (the structured forms of Ebrahimi and Memisevic 2025).
 // Inputs come from a small vocabulary, so the full model builds one H x H matrix per token
 // once per forward (A_v = W e_v) and gathers them; it never contracts W per step.
 #include <torch/csrc/autograd/custom_function.h>
@@ -22,7 +25,7 @@ namespace {
 constexpr int64_t kSideBySideVocab = 32;
 
 struct Config {
-  int64_t vocab = 0, hidden = 256, embed = 256, rank = 0;
+  int64_t vocab = 0, hidden = 256, embed = 256, rank = 0, block = 0;  // block 0: full
   bool normalize = true;
 };
 
@@ -103,7 +106,12 @@ class DenseSsm final : public induct::SequenceModel {
     embed_ = register_module("embed", torch::nn::Embedding(c.vocab, c.embed));
     torch::NoGradGuard no_grad;
     const auto H = c.hidden, E = c.embed;
-    if (c.rank == 0) {
+    if (c.block > 0) {
+      // Each b x b block's entries ~ N(0, 1/b): spectral radius about 1, as the full form's.
+      const auto b = c.block;
+      W_ = register_parameter(
+          "W", torch::randn({H / b, b, b, E}) / std::sqrt(static_cast<double>(b * E)));
+    } else if (c.rank == 0) {
       // A_v entries ~ N(0, 1/H) for unit-variance embeddings: spectral radius about 1.
       W_ = register_parameter("W", torch::randn({H, H, E}) / std::sqrt(static_cast<double>(H * E)));
     } else {
@@ -121,11 +129,16 @@ class DenseSsm final : public induct::SequenceModel {
     const torch::Tensor& e = embed_->weight;  // [V, E]
     // Small vocabularies: one GEMM per step against every token's matrix side by side,
     // [B, H] x [H, V*H], then pick each row's token (no [B, H, H] gather per step).
-    const bool side_by_side = c_.rank == 0 && V <= kSideBySideVocab;
+    const bool side_by_side = c_.rank == 0 && c_.block == 0 && V <= kSideBySideVocab;
     const bool fused =
         side_by_side && tokens.device().is_cpu() && W_.scalar_type() == torch::kFloat;
     torch::Tensor per_token;
-    if (side_by_side)  // [V*H, H], row v*H + i = row i of A_v: the SDK's linear's [out, in] weight
+    const int64_t b = c_.block, nb = b > 0 ? H / b : 0;
+    if (b > 0)  // each token's blocks: [V, H/b, b, b]
+      per_token =
+          torch::matmul(W_.reshape({nb * b * b, c_.embed}), e.t()).t().reshape({V, nb, b, b});
+    else if (side_by_side)  // [V*H, H], row v*H + i = row i of A_v: the SDK's linear's [out, in]
+                            // weight
       per_token = induct::nn::linear(e, W_.view({H * H, c_.embed})).view({V * H, H});
     else if (c_.rank == 0)  // A_v: [V, H, H]
       per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({V, H, H});
@@ -140,7 +153,10 @@ class DenseSsm final : public induct::SequenceModel {
         states.push_back(h);
         continue;
       }
-      if (side_by_side) {
+      if (b > 0) {
+        auto A = per_token.index_select(0, token);                       // [B, nb, b, b]
+        h = torch::matmul(A, h.reshape({B, nb, b, 1})).reshape({B, H});  // [B, H]
+      } else if (side_by_side) {
         auto all = induct::nn::linear(h, per_token).view({B, V, H});            // [B, V, H]
         h = all.gather(1, token.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);  // [B, H]
       } else if (c_.rank == 0) {
@@ -171,21 +187,21 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   c.hidden = induct::get_in_range(o, "hidden", c.hidden, 1, induct::kMaxModelDimension);
   c.embed = induct::get_in_range(o, "embed", c.hidden, 1, induct::kMaxModelDimension);
   c.rank = induct::get_in_range(o, "rank", 0, 0, induct::kMaxModelDimension);
+  c.block = induct::get_in_range(o, "block", 0, 0, induct::kMaxModelDimension);
   c.normalize = o.get<bool>("normalize", true);
+  if (c.block > 0 && c.hidden % c.block != 0)
+    o.fail("block", "must divide hidden (" + std::to_string(c.hidden) + ")");
+  if (c.block > 0 && c.rank > 0) o.fail("block", "and rank are two forms: set one of them");
   return std::make_unique<DenseSsm>(c);
 }
 
 void register_components(induct::Registrar& r) {
-  r.add_model(
-      "dense_ssm",
-      "bilinear RNN h_t = A(x_t) h_{t-1} (hidden=256, embed=hidden, rank=0 (full), normalize=true)",
-      make);
+  r.add_model("dense_ssm",
+              "bilinear RNN h_t = A(x_t) h_{t-1} (hidden=256, embed=hidden, rank=0 (full), block=0 "
+              "(full; b: block-diagonal, 1: diagonal), normalize=true)",
+              make);
 }
 
 }  // namespace
 
-// 1.1.0: the head and the per-step product on the SDK's linear (oneDNN's sgemm; results differ
-// by float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the token matrices in the
-// linear's layout from one product (no permuted copies), one fused selection node per step on
-// the CPU (rounding: 1.1.0 trials are not reused).
-INDUCT_PLUGIN("dense_ssm", "1.2.0", register_components)
+INDUCT_PLUGIN("dense_ssm", "1.3.0", register_components)
