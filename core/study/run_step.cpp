@@ -1,4 +1,5 @@
 // One (cell, N): the whole hyper-parameter grid, reusing stored trials.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -107,24 +108,28 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
   return step;
 }
 
-long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable) {
-  long chosen = -1;
+std::vector<size_t> ranked_configurations(const StepResult& step,
+                                          const std::function<bool(size_t)>& usable) {
+  std::vector<size_t> ranked;
   for (size_t i = 0; i < step.results.size(); ++i) {
     const TrialResult& r = step.results[i];
     if (r.status == TrialStatus::kCancelled || r.status == TrialStatus::kError) continue;
-    if (!usable(i)) continue;
-    if (chosen < 0) {
-      chosen = static_cast<long>(i);
-      continue;
-    }
-    const auto final_loss = [](const TrialResult& t) {
-      return std::isfinite(t.last.loss) ? t.last.loss : std::numeric_limits<double>::infinity();
-    };
-    const TrialResult& best = step.results[chosen];
-    if (r.succeeded() != best.succeeded() ? r.succeeded() : final_loss(r) < final_loss(best))
-      chosen = static_cast<long>(i);
+    if (usable(i)) ranked.push_back(i);
   }
-  return chosen;
+  const auto final_loss = [](const TrialResult& t) {
+    return std::isfinite(t.last.loss) ? t.last.loss : std::numeric_limits<double>::infinity();
+  };
+  std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    const TrialResult &x = step.results[a], &y = step.results[b];
+    if (x.succeeded() != y.succeeded()) return x.succeeded();
+    return final_loss(x) < final_loss(y);
+  });
+  return ranked;
+}
+
+long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable) {
+  const auto ranked = ranked_configurations(step, usable);
+  return ranked.empty() ? -1 : static_cast<long>(ranked.front());
 }
 
 int run_study(StudyRun& run, const std::vector<PreparedCell>& cells) {

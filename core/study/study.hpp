@@ -133,6 +133,9 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
 // the ones the last evaluation (TrialResult::last) measured; a configuration whose best loss
 // came before it fell back to chance is not the model a reader would be shown.
 long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable);
+// Every such configuration in that order (the first is chosen_configuration's).
+std::vector<size_t> ranked_configurations(const StepResult& step,
+                                          const std::function<bool(size_t)>& usable);
 
 // Where a trial of this run keeps its trained model (StepOptions::checkpoints).
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial);

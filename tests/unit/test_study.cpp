@@ -1066,6 +1066,48 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
   }
 }
 
+// probe.configurations: the best finished configurations of the N are each probed (their
+// own outcomes); the report's rows give the mean over them with the range, and the depth
+// summary where the state becomes readable.
+BOOST_AUTO_TEST_CASE(probe_reads_several_configurations_and_reports_their_spread) {
+  const std::string text = R"(study: probe
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 16}
+data: {format: acot, distribution: uniform, L: 6}
+training: {learning_rates: [1.0e-2], seeds: [10, 20, 30], max_steps: 3000, eval_every: 100}
+probe: {multiples: [1], samples: 100, configurations: 2, nullspace_rounds: 0}
+)";
+  Run run(text, "probe_replicas");
+  InProcessRunner runner(test::plugins(), study_measurements());
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  BOOST_TEST(run.store->all().size() == 3u);  // every configuration trained (none cancelled)
+  std::vector<YAML::Node> probed;
+  for (const auto& o : run.store->outcomes())
+    if (o.kind == "probe") probed.push_back(o.value);
+  BOOST_REQUIRE_EQUAL(probed.size(), 2u);
+  BOOST_TEST(probed[0]["seed"].as<int>() != probed[1]["seed"].as<int>());
+  // The table's embedding probe: the two configurations' mean and range.
+  std::vector<double> values;
+  bool succeeded = true;
+  for (const auto& v : probed) {
+    values.push_back(v["lengths"][0]["hooks"][0]["probe"].as<double>());
+    succeeded = succeeded && v["status"].as<std::string>() == "succeeded";
+  }
+  BOOST_REQUIRE(succeeded);
+  const std::string lo = format_fraction(std::min(values[0], values[1])),
+                    hi = format_fraction(std::max(values[0], values[1])),
+                    mean = format_fraction((values[0] + values[1]) / 2);
+  const std::string expected = lo == hi ? mean : mean + " (" + lo + "-" + hi + ")";
+  const std::string table = test::read(run.dir + "/probe_table.md");
+  BOOST_TEST(table.find("| 2 succeeded | x1     | ") != std::string::npos, table);
+  BOOST_TEST(table.find("| embed  | 0     | " + expected + " |") != std::string::npos,
+             expected << "\n"
+                      << table);
+  const std::string depth = test::read(run.dir + "/probe_depth.md");
+  BOOST_TEST(depth.find("readable at") != std::string::npos, depth);
+  BOOST_TEST(depth.find("| 2 succeeded | x1 ") != std::string::npos, depth);
+}
+
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's
 // process group) is one stop; a second a second or more later is a second stop.
 BOOST_AUTO_TEST_CASE(a_signal_repeated_at_once_is_one_stop) {

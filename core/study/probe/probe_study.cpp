@@ -54,6 +54,7 @@ struct ProbeStudySettings {
   LengthMultiples lengths{"probe", "multiples", {1, 2}};  // 1: the trained maximum
   uint64_t samples = 400;  // sequences per length: half fit the probes, half test
   ProbeSettings fit;
+  int64_t configurations = 3;      // analysed per cell: the best finished ones of the step
   int64_t nullspace_rounds = 32;   // iterative nullspace projection: at most this many probes
   double nullspace_margin = 0.02;  // ... until one is within this of chance (0 rounds: off)
 };
@@ -96,6 +97,7 @@ void ProbeStudy::read(const Options& root) {
   s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
   s.fit.l2 = section.get<double>("l2", s.fit.l2);
   if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
+  s.configurations = get_in_range(section, "configurations", s.configurations, 1, 10'000);
   s.nullspace_rounds = get_in_range(section, "nullspace_rounds", s.nullspace_rounds, 0, 1000);
   s.nullspace_margin = section.get<double>("nullspace_margin", s.nullspace_margin);
   if (!(s.nullspace_margin >= 0 && s.nullspace_margin < 1))
@@ -144,85 +146,90 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
     const uint64_t n = training_size(config, cell);
     const std::string context = cell_context(config, c, cells.size(), cell.label);
     StepOptions options;
-    options.first_success = true;
+    // One configuration: the step ends at its first success; several: every one trains.
+    options.first_success = settings_.configurations == 1;
     options.checkpoints = StepOptions::Checkpoints::kRequire;
     StepResult step = run_step(run, cell, n, options, context + " N=" + std::to_string(n));
     run.progress.clear();
     errors += step.errors;
-    const long chosen = chosen_configuration(step, [&](size_t i) {
+    std::vector<size_t> ranked = ranked_configurations(step, [&](size_t i) {
       return archive_file_problem(checkpoint_file(run, step.trials[i])).empty();
     });
-    if (chosen < 0) {
+    if (ranked.empty()) {
       run.progress.log(context + ": no configuration finished (errors); rerun to retry");
       table.rows.push_back({cell.label, "-", "-", "-", "error", "", "", "", "", ""});
       continue;
     }
-    const TrialSpec& trial = step.trials[chosen];
-    const TrialResult& result = step.results[chosen];
-    const YAML::Node settings = measurement(cell.cell.L);
-    const std::string key = content_key("probe " + trial.key() + " " + yaml::flow(settings));
-    YAML::Node value;
-    bool stored = false;
-    if (auto found = run.store.find_outcome(key)) {
-      value = found->value;
-      stored = true;
-    } else {
-      run.progress.status(context + " | probing " + trial.configuration() + " | " +
-                          format_duration(run.progress.elapsed()));
-      value["cell"] = cell.cell.to_yaml();
-      value["plugins"] = cell.plugin_versions;
-      value["n"] = n;
-      value["lr"] = exact(trial.lr);
-      value["seed"] = trial.seed;
-      value["status"] = to_string(result.status);
-      value["best_loss"] = exact(result.best_loss);
-      // The analysed model (the final weights): its validation loss and final-state accuracy.
-      value["final_loss"] = exact(result.last.loss);
-      value["final_accuracy"] = exact(result.last.final_accuracy);
-      value["states"] = cell.num_states;
-      value["settings"] = settings;
-      try {
-        value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
-      } catch (const Interrupted&) {
-        throw;
-      } catch (const std::exception& e) {
-        // A model whose hooks the probes cannot read (or an unreadable checkpoint) is this
-        // cell's error, not the study's end.
+    if (ranked.size() > static_cast<size_t>(settings_.configurations))
+      ranked.resize(static_cast<size_t>(settings_.configurations));
+    for (const size_t chosen : ranked) {
+      const TrialSpec& trial = step.trials[chosen];
+      const TrialResult& result = step.results[chosen];
+      const YAML::Node settings = measurement(cell.cell.L);
+      const std::string key = content_key("probe " + trial.key() + " " + yaml::flow(settings));
+      YAML::Node value;
+      bool stored = false;
+      if (auto found = run.store.find_outcome(key)) {
+        value = found->value;
+        stored = true;
+      } else {
+        run.progress.status(context + " | probing " + trial.configuration() + " | " +
+                            format_duration(run.progress.elapsed()));
+        value["cell"] = cell.cell.to_yaml();
+        value["plugins"] = cell.plugin_versions;
+        value["n"] = n;
+        value["lr"] = exact(trial.lr);
+        value["seed"] = trial.seed;
+        value["status"] = to_string(result.status);
+        value["best_loss"] = exact(result.best_loss);
+        // The analysed model (the final weights): its validation loss and final-state accuracy.
+        value["final_loss"] = exact(result.last.loss);
+        value["final_accuracy"] = exact(result.last.final_accuracy);
+        value["states"] = cell.num_states;
+        value["settings"] = settings;
+        try {
+          value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
+        } catch (const Interrupted&) {
+          throw;
+        } catch (const std::exception& e) {
+          // A model whose hooks the probes cannot read (or an unreadable checkpoint) is this
+          // cell's error, not the study's end.
+          run.progress.clear();
+          run.progress.log(context + ": probing " + trial.configuration() + " failed: " + e.what());
+          table.rows.push_back(
+              {cell.label, trial.configuration(), "-", "-", "error", "", "", "", "", ""});
+          ++errors;
+          continue;
+        }
+        run.store.put_outcome({key, config.name, "probe", cell.label, value, ""});
         run.progress.clear();
-        run.progress.log(context + ": probing " + trial.configuration() + " failed: " + e.what());
-        table.rows.push_back(
-            {cell.label, trial.configuration(), "-", "-", "error", "", "", "", "", ""});
-        ++errors;
-        continue;
       }
-      run.store.put_outcome({key, config.name, "probe", cell.label, value, ""});
-      run.progress.clear();
-    }
-    std::string line = context + ": " + trial.configuration() + " (" + to_string(result.status) +
-                       ")" + (stored ? " (probes stored)" : "");
-    for (const auto& length : value["lengths"]) {
-      if (!length["final_accuracy"]) continue;  // a length with one sequence: nothing probed
-      const int at = length["length"].as<int>();
-      const double chance = length["final_chance"].as<double>();
-      const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
-      std::string best_hook;
-      double best = -1e9;
-      for (const auto& hook : length["hooks"]) {
-        const double probe = hook["probe"].as<double>();
-        if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
-        const auto [nullspace, random] = nullspace_drops(hook, clean, chance, value["settings"]);
-        table.rows.push_back(
-            {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
-             hook["name"].as<std::string>(), format_fraction(probe),
-             format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-             nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
-             format_fraction(hook["patch_readout"].as<double>())});
+      std::string line = context + ": " + trial.configuration() + " (" + to_string(result.status) +
+                         ")" + (stored ? " (probes stored)" : "");
+      for (const auto& length : value["lengths"]) {
+        if (!length["final_accuracy"]) continue;  // a length with one sequence: nothing probed
+        const int at = length["length"].as<int>();
+        const double chance = length["final_chance"].as<double>();
+        const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+        std::string best_hook;
+        double best = -1e9;
+        for (const auto& hook : length["hooks"]) {
+          const double probe = hook["probe"].as<double>();
+          if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
+          const auto [nullspace, random] = nullspace_drops(hook, clean, chance, value["settings"]);
+          table.rows.push_back(
+              {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
+               hook["name"].as<std::string>(), format_fraction(probe),
+               format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
+               nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
+               format_fraction(hook["patch_readout"].as<double>())});
+        }
+        line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
+                (best_hook.empty() ? ", no hook points to probe"
+                                   : ", best probe " + format_fraction(best) + " at " + best_hook);
       }
-      line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
-              (best_hook.empty() ? ", no hook points to probe"
-                                 : ", best probe " + format_fraction(best) + " at " + best_hook);
+      run.progress.log(line);
     }
-    run.progress.log(line);
   }
   const std::string note =
       "probe: the linear probe's held-out accuracy for the state at every action position "
@@ -242,30 +249,143 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
   return errors > 0 ? 1 : 0;
 }
 
+namespace {
+
+// One analysed configuration's numbers at one (length, hook); NaN where not measured.
+struct HookNumbers {
+  double probe = 0, ablation = 0, nullspace = NAN, random = NAN, dims = NAN, changed = 0,
+         readout = 0;
+  bool capped = false;  // the nullspace rounds ran out before a probe was at chance
+};
+
+// "0.88" for one value, "0.88 (0.80-0.95)" for several: the mean and the range.
+std::string spread(const std::vector<double>& values) {
+  std::vector<double> v;
+  for (double x : values)
+    if (std::isfinite(x)) v.push_back(x);
+  if (v.empty()) return "";
+  double sum = 0;
+  for (double x : v) sum += x;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const std::string mean = format_fraction(sum / static_cast<double>(v.size()));
+  return v.size() == 1 || *lo == *hi
+             ? mean
+             : mean + " (" + format_fraction(*lo) + "-" + format_fraction(*hi) + ")";
+}
+
+double mean_of(const std::vector<double>& values) {
+  double sum = 0;
+  size_t n = 0;
+  for (double x : values)
+    if (std::isfinite(x)) sum += x, ++n;
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+// The outcomes a cell's rows are drawn from: those with the latest outcome's settings, one per
+// configuration (the latest), in the order stored.
+std::map<std::string, std::vector<const StoredOutcome*>> analysed_by_cell(
+    const ReportContext& report) {
+  std::map<std::string, std::vector<const StoredOutcome*>> by_label;
+  for (const auto& o : report.outcomes)
+    if (o.kind == "probe") by_label[o.label].push_back(&o);
+  for (auto& [label, list] : by_label) {
+    const std::string settings = yaml::flow(list.back()->value["settings"]);
+    std::map<std::string, const StoredOutcome*> by_configuration;
+    for (const StoredOutcome* o : list)
+      if (yaml::flow(o->value["settings"]) == settings)
+        by_configuration[o->value["lr"].as<std::string>() + " " +
+                         o->value["seed"].as<std::string>()] = o;
+    list.clear();
+    for (const auto& [configuration, o] : by_configuration) list.push_back(o);
+  }
+  return by_label;
+}
+
+}  // namespace
+
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
   table.header = {
-      "model",          "format",      "task",          "distribution", "L",     "status",
+      "model",          "format",      "task",          "distribution", "L",     "analysed",
       "length",         "model acc",   "hook",          "depth",        "probe", "ablation drop",
       "nullspace drop", "random drop", "patch changed", "patch readout"};
-  size_t unlearned = 0;
-  // Per (task, format, length as a multiple of L) two figures against relative depth (the
-  // hook's index over the last index), one line per model and cell: the probe's accuracy (what
+  Table depth_table;
+  depth_table.header = {"model",       "format",     "task",     "distribution",
+                        "L",           "analysed",   "length",   "model acc",
+                        "readable at", "probe area", "formed at"};
+  size_t unlearned_cells = 0;
+  // Per (task, format, length as a multiple of L) two figures against relative depth, one line
+  // per model and cell at the mean over its analysed configurations: the probe's accuracy (what
   // is readable) and the patching recovery at the readout (where the answer is formed).
   std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>>
       figures;
-  for (const StoredOutcome* o : report.latest("probe")) {
-    const YAML::Node cell = o->value["cell"];
+  for (const auto& [label, outcomes] : analysed_by_cell(report)) {
+    const YAML::Node cell = outcomes.front()->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
-    const std::string status = o->value["status"].as<std::string>("");
-    unlearned += status != "succeeded";
-    for (const auto& length : o->value["lengths"]) {
-      if (!length["final_accuracy"]) continue;
-      const int at = length["length"].as<int>();
-      const double chance = length["final_chance"].as<double>();
-      const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+    // The succeeded configurations when there are any (a model that learned nothing has no
+    // solution to read), else every analysed one, marked.
+    std::vector<const StoredOutcome*> used;
+    for (const StoredOutcome* o : outcomes)
+      if (o->value["status"].as<std::string>("") == "succeeded") used.push_back(o);
+    const bool learned = !used.empty();
+    if (!learned) used = outcomes, ++unlearned_cells;
+    const std::string analysed =
+        std::to_string(used.size()) + (learned ? " succeeded" : " failed") +
+        (used.size() < outcomes.size() ? " of " + std::to_string(outcomes.size()) : std::string());
+    // Per length: the hooks in forward order, each configuration's numbers.
+    std::map<int, std::vector<std::string>> hook_order;
+    std::map<int, std::map<std::string, std::vector<HookNumbers>>> numbers;
+    std::map<int, std::vector<double>> model_acc;
+    std::map<int, std::vector<double>> readable_at, area, formed_at;
+    for (const StoredOutcome* o : used) {
+      const YAML::Node& settings = o->value["settings"];
+      for (const auto& length : o->value["lengths"]) {
+        if (!length["final_accuracy"]) continue;
+        const int at = length["length"].as<int>();
+        const double chance = length["final_chance"].as<double>();
+        const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+        model_acc[at].push_back(clean);
+        // Relative depth, the same for every model: the embedding 0, the last block or
+        // recurrent layer 1 (a final norm is in the table, not the figures or the depth summary).
+        size_t layers = 0;
+        for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
+        size_t depth = 0;
+        double first_readable = NAN, first_formed = NAN, area_sum = 0, last_x = 0, last_p = 0;
+        for (const auto& hook : length["hooks"]) {
+          const std::string name = hook["name"].as<std::string>();
+          if (numbers[at].find(name) == numbers[at].end()) hook_order[at].push_back(name);
+          HookNumbers h;
+          h.probe = hook["probe"].as<double>();
+          h.ablation = clean - above_chance(hook["ablated_accuracy"].as<double>(), chance);
+          if (hook["nullspace_accuracy"]) {
+            h.nullspace = clean - above_chance(hook["nullspace_accuracy"].as<double>(), chance);
+            h.random = clean - above_chance(hook["random_accuracy"].as<double>(), chance);
+            h.dims = hook["nullspace_dims"].as<double>();
+            h.capped =
+                hook["nullspace_probe"].as<double>() * (1 - hook["probe_chance"].as<double>()) >
+                settings["nullspace_margin"].as<double>() + 1e-9;
+          }
+          h.changed = hook["patch_changed"].as<double>();
+          h.readout = hook["patch_readout"].as<double>();
+          numbers[at][name].push_back(h);
+          if (name == "norm") continue;
+          const double x =
+              layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
+          if (depth > 0) area_sum += (x - last_x) * (h.probe + last_p) / 2;
+          last_x = x, last_p = h.probe;
+          if (!std::isfinite(first_readable) && h.probe >= 0.9) first_readable = x;
+          if (!std::isfinite(first_formed) && h.readout >= 0.9) first_formed = x;
+          ++depth;
+        }
+        readable_at[at].push_back(first_readable);
+        area[at].push_back(layers > 1 ? area_sum : last_p);
+        formed_at[at].push_back(first_formed);
+      }
+    }
+    const std::string marked = learned ? "" : " (failed)";
+    for (const auto& [at, order] : hook_order) {
       const std::string multiple = multiple_label(at, L);
       auto& [probe_figure, patch_figure] =
           figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
@@ -279,7 +399,7 @@ void ProbeStudy::report(ReportContext& report) const {
         probe_figure = {"probe_" + stem,
                         "Linear probe of the state by depth: " + where,
                         depth,
-                        "normalized probe accuracy",
+                        "normalized probe accuracy (mean over the analysed configurations)",
                         "",
                         false,
                         axes,
@@ -287,66 +407,96 @@ void ProbeStudy::report(ReportContext& report) const {
         patch_figure = {"patch_" + stem,
                         "Patching at the readout by depth: " + where,
                         depth,
-                        "share of the logit gap recovered",
+                        "share of the logit gap recovered (mean)",
                         "",
                         false,
                         axes,
                         {}};
       }
-      const std::string series = model_legend(cell["model"]) + " " + distribution +
-                                 " L=" + std::to_string(L) +
-                                 (status == "succeeded" ? "" : " (" + status + ")");
+      const std::string series =
+          model_legend(cell["model"]) + " " + distribution + " L=" + std::to_string(L) + marked;
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
-      // Relative depth, the same for every model: the embedding 0, the last block or recurrent
-      // layer 1 (a final norm, between it and the readout, is in the table but not the figure).
       size_t layers = 0;
-      for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
+      for (const auto& name : order) layers += name != "norm";
       size_t depth = 0;
-      for (const auto& hook : length["hooks"]) {
-        const bool norm = hook["name"].as<std::string>() == "norm";
+      for (const auto& name : order) {
+        const auto& list = numbers[at][name];
+        std::vector<double> probe, ablation, nullspace, random, dims, changed, readout;
+        bool capped = false;
+        for (const auto& h : list) {
+          probe.push_back(h.probe), ablation.push_back(h.ablation);
+          nullspace.push_back(h.nullspace), random.push_back(h.random), dims.push_back(h.dims);
+          changed.push_back(h.changed), readout.push_back(h.readout);
+          capped = capped || h.capped;
+        }
+        const bool norm = name == "norm";
         const double x =
             layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
-        const double probe = hook["probe"].as<double>();
         if (!norm) {
-          probes.points.push_back({x, probe});
-          patches.points.push_back({x, hook["patch_readout"].as<double>()});
+          probes.points.push_back({x, mean_of(probe)});
+          patches.points.push_back({x, mean_of(readout)});
           ++depth;
         }
-        const auto [nullspace, random] = nullspace_drops(hook, clean, chance, o->value["settings"]);
-        table.rows.push_back(
-            {row.model, row.format, row.task, distribution, std::to_string(L), status, multiple,
-             format_fraction(clean), hook["name"].as<std::string>(),
-             norm ? std::string("norm") : format_number(x, 3), format_fraction(probe),
-             format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-             nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
-             format_fraction(hook["patch_readout"].as<double>())});
+        std::string null_text = spread(nullspace);
+        if (!null_text.empty())
+          null_text += " [" + format_number(mean_of(dims), 3) + (capped ? "+" : "") + " dims]";
+        table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                              analysed, multiple, spread(model_acc[at]), name,
+                              norm ? std::string("norm") : format_number(x, 3), spread(probe),
+                              spread(ablation), null_text, spread(random), spread(changed),
+                              spread(readout)});
       }
       probe_figure.series.push_back(probes);
       patch_figure.series.push_back(patches);
+      const auto depths = [](const std::vector<double>& values) {
+        size_t never = 0;
+        for (double v : values) never += !std::isfinite(v);
+        std::string text = spread(values);
+        if (never == values.size()) return std::string("never");
+        if (never > 0) text += " (never in " + std::to_string(never) + ")";
+        return text;
+      };
+      depth_table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                                  analysed, multiple, spread(model_acc[at]),
+                                  depths(readable_at[at]), spread(area[at]),
+                                  depths(formed_at[at])});
     }
   }
   if (table.rows.empty()) return;
+  const std::string analysed_note =
+      " analysed: the configurations read for the cell (`probe.configurations`, the best "
+      "finished ones of its N by final validation loss, successes first); the numbers are over "
+      "those that succeeded, or over all of them, marked failed, when none did; each is the "
+      "mean, with the range in brackets when they differ.";
   report.write_table(
       "probe_table", "Layerwise probes, ablation and patching",
       "probe: held-out accuracy of a linear probe for the current state at every "
       "action position, normalized (0 = the majority class, 1 = perfect). ablation "
       "drop: the model's normalized final-state accuracy minus the same with the "
       "probe's directions ablated at that hook. nullspace drop: the same with the whole subspace "
-      "a linear probe reads removed by iterative nullspace projection (its dimension in "
-      "brackets, + where probe.nullspace_rounds ran out before a probe was at chance); random "
-      "drop: with a random subspace of that dimension removed, the control. "
+      "a linear probe reads removed by iterative nullspace projection (its mean dimension in "
+      "square brackets, + where probe.nullspace_rounds ran out before a probe was at chance); "
+      "random drop: with a random subspace of that dimension removed, the control. "
       "patch changed / readout: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation "
       "at the changed action's position / at the readout. depth: the embedding 0, each block "
       "or recurrent layer its index over the last one's (the last 1, for every model; a final "
-      "norm is marked norm and left out of the figures). status: the analysed model's (the "
-      "configuration that succeeded with the "
-      "lowest final validation loss, its final weights); model acc: its normalized final-state "
-      "accuracy on the probed sequences of that length." +
-          std::string(unlearned ? " A model that did not succeed has learned no solution to read: "
-                                  "its rows describe an unlearned model."
-                                : ""),
+      "norm is marked norm and left out of the figures). model acc: the analysed models' "
+      "normalized final-state accuracy on the probed sequences of that length." +
+          analysed_note +
+          std::string(unlearned_cells ? " A cell marked failed has no model that learned a "
+                                        "solution: its rows describe unlearned models."
+                                      : ""),
       table);
+  report.write_table(
+      "probe_depth", "Where the state becomes readable and where the answer is formed",
+      "readable at: the relative depth (embedding 0, last block or recurrent layer 1) of the "
+      "first hook whose probe reaches 0.9; probe area: the area under the probe's curve over "
+      "relative depth (1: readable from the embedding on; a model with one layer: its probe "
+      "there); formed at: the first hook whose patch at the readout recovers 0.9 of the gap; "
+      "never: no hook reaches it (in how many configurations, where only some do)." +
+          analysed_note,
+      depth_table);
   // Identical curves (a recurrent layer's readout patched, 1 by construction) stay visible.
   for (auto& [which, pair] : figures)
     for (Figure* f : {&pair.first, &pair.second}) {
