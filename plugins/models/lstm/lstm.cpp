@@ -52,11 +52,4 @@ void register_components(induct::Registrar& registrar) {
 
 }  // namespace
 
-// 1.1.0: the SDK's fused layer instead of torch::nn::LSTM's forward (same parameters, results
-// differ by float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the layer's matrix
-// products on oneDNN's sgemm (rounding again). 1.3.0: the head on the SDK's linear (oneDNN),
-// the layer's bias gradient summed in another order (rounding). 1.4.0: the layer works
-// batch-major (no transposed copies) and sums W_hh's gradient in another order (rounding).
-// 1.5.0: `layers` (default 1: the same computation and parameter names as 1.4.0, so its
-// checkpoints load); the hook point is "lstm.0" (was "lstm").
 INDUCT_PLUGIN("lstm", "1.5.0", register_components)

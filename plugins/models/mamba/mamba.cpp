@@ -143,7 +143,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-// 1.1.0: the projections and the head on the SDK's linear (oneDNN's sgemm; results differ by
-// float rounding, so stored 1.0.0 trials are not reused). 1.2.0: the SDK's causal_conv1d, and
-// the dt bias, softplus and gate inside the scan's node (rounding).
 INDUCT_PLUGIN("mamba", "1.2.0", register_components)

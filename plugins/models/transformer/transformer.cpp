@@ -255,11 +255,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-// 1.1.0: attention through the SDK's fused causal_attention (results differ by float rounding,
-// so stored 1.0.0 trials are not reused). 1.2.0: the SDK's linear (oneDNN's sgemm) and the
-// key-major attention kernel, whose dropout masks index the weights differently.
-// 1.3.0: the SDK's layer_norm, the attention kernel on the fused projection's output with
-// rotary inside, bias rows and gradients by the SDK's own loops (rounding again).
-// 1.4.0: the parallel residual's (pythia's) two LayerNorms as one node (layer_norm_pair), the
-// MLP's bias and GELU fused into its first product (SDK 0.1.1): rounding.
 INDUCT_PLUGIN("transformer", "1.4.0", register_components)
