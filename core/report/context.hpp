@@ -105,6 +105,11 @@ struct ReportContext {
   // The latest outcome of `kind` per cell label, in label order (a rerun with other settings
   // replaces the row).
   std::vector<const StoredOutcome*> latest(const std::string& kind) const;
+  // The outcomes of `kind` that each read one configuration (`lr`, `seed`), by cell label: those
+  // with the `settings` of the cell's latest outcome, the latest per configuration, ordered by
+  // configuration (probe and lengthgen read several configurations of a cell).
+  std::map<std::string, std::vector<const StoredOutcome*>> latest_per_configuration(
+      const std::string& kind) const;
   // The note under a kind's table: the settings its numbers come from (max_steps, epsilon,
   // learning rates, seeds, detector, certify: from each outcome's `settings`), and the stored
   // outcomes of the same cells under other settings that the table does not show (it shows the

@@ -62,6 +62,27 @@ std::vector<const StoredOutcome*> ReportContext::latest(const std::string& kind)
   return out;
 }
 
+std::map<std::string, std::vector<const StoredOutcome*>> ReportContext::latest_per_configuration(
+    const std::string& kind) const {
+  std::map<std::string, std::vector<const StoredOutcome*>> by_label;
+  for (const auto& o : outcomes)
+    if (o.kind == kind) by_label[o.label].push_back(&o);
+  const auto settings_of = [](const StoredOutcome* o) {
+    return o->value["settings"] ? yaml::flow(o->value["settings"]) : std::string();
+  };
+  for (auto& [label, list] : by_label) {
+    const std::string settings = settings_of(list.back());
+    std::map<std::string, const StoredOutcome*> by_configuration;
+    for (const StoredOutcome* o : list)
+      if (settings_of(o) == settings)
+        by_configuration[o->value["lr"].as<std::string>("") + " " +
+                         o->value["seed"].as<std::string>("")] = o;
+    list.clear();
+    for (const auto& [configuration, o] : by_configuration) list.push_back(o);
+  }
+  return by_label;
+}
+
 std::string settings_text(const YAML::Node& settings) {
   if (!settings || !settings["training"]) return "settings not recorded";
   const YAML::Node training = settings["training"];

@@ -1,5 +1,7 @@
 #include "util/text.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace induct {
@@ -36,6 +38,24 @@ std::string format_fraction(double x) {
   std::snprintf(buffer, sizeof buffer, "%.2f", x);
   std::string text = buffer;
   return text == "-0.00" ? "0.00" : text;
+}
+
+double mean_of_finite(const std::vector<double>& values) {
+  double sum = 0;
+  size_t n = 0;
+  for (double x : values)
+    if (std::isfinite(x)) sum += x, ++n;
+  return n ? sum / static_cast<double>(n) : std::nan("");
+}
+
+std::string format_spread(const std::vector<double>& values) {
+  double low = INFINITY, high = -INFINITY;
+  for (double x : values)
+    if (std::isfinite(x)) low = std::min(low, x), high = std::max(high, x);
+  if (!(low <= high)) return "";
+  const std::string mean = format_fraction(mean_of_finite(values)), lo = format_fraction(low),
+                    hi = format_fraction(high);
+  return lo == hi ? mean : mean + " (" + lo + " to " + hi + ")";
 }
 
 std::string printable(const std::string& text) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace induct {
 
@@ -15,6 +16,13 @@ std::string format_count(uint64_t n);
 
 // 0.00 .. 1.00 with two decimals (negative values, worse than chance, keep their sign).
 std::string format_fraction(double x);
+
+// The mean of the finite values (NaN when there are none).
+double mean_of_finite(const std::vector<double>& values);
+
+// Fractions over several runs: "0.88" for one value (or several that print the same),
+// "0.88 (0.80 to 0.95)" for several: the mean and the range; "" without a finite value.
+std::string format_spread(const std::vector<double>& values);
 
 // 59s, 4m05s, 2h03m
 std::string format_duration(double seconds);

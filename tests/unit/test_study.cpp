@@ -86,6 +86,17 @@ BOOST_AUTO_TEST_CASE(normalized_accuracy_puts_chance_at_zero) {
   BOOST_TEST(normalized_accuracy(0.6, 5) == 0.5, boost::test_tools::tolerance(1e-12));
 }
 
+// Several configurations' numbers: the mean, and the range where it prints differently.
+BOOST_AUTO_TEST_CASE(spreads_print_the_mean_and_the_range) {
+  BOOST_TEST(format_spread({0.5}) == "0.50");
+  BOOST_TEST(format_spread({0.2, 0.4, 0.9}) == "0.50 (0.20 to 0.90)");
+  BOOST_TEST(format_spread({0.501, 0.502}) == "0.50");  // the same to two decimals
+  BOOST_TEST(format_spread({-0.2, -0.04}) == "-0.12 (-0.20 to -0.04)");
+  BOOST_TEST(format_spread({std::nan(""), 0.3}) == "0.30");  // not measured: left out
+  BOOST_TEST(format_spread({}) == "");
+  BOOST_TEST(std::isnan(mean_of_finite({std::nan("")})));
+}
+
 BOOST_AUTO_TEST_CASE(counts_print_as_in_the_paper) {
   BOOST_TEST(format_count(14) == "14");
   BOOST_TEST(format_count(999) == "999");
@@ -595,6 +606,8 @@ BOOST_AUTO_TEST_CASE(the_configuration_read_is_chosen_by_its_final_weights) {
   step.results.push_back(result(TrialStatus::kCancelled, 0, 0));
   BOOST_TEST(chosen_configuration(step, all) == 3);
   BOOST_TEST(chosen_configuration(step, [](size_t i) { return i != 1 && i != 3; }) == 0);
+  // The order several are read in: the success, then by final loss, a diverged one last.
+  BOOST_TEST(ranked_configurations(step, all) == (std::vector<size_t>{3, 1, 0, 2}));
 }
 
 // `induct status` reads what a run wrote; a damaged file names itself, and a run is running
@@ -1097,7 +1110,7 @@ probe: {multiples: [1], samples: 100, configurations: 2, nullspace_rounds: 0}
   const std::string lo = format_fraction(std::min(values[0], values[1])),
                     hi = format_fraction(std::max(values[0], values[1])),
                     mean = format_fraction((values[0] + values[1]) / 2);
-  const std::string expected = lo == hi ? mean : mean + " (" + lo + "-" + hi + ")";
+  const std::string expected = lo == hi ? mean : mean + " (" + lo + " to " + hi + ")";
   const std::string table = test::read(run.dir + "/probe_table.md");
   BOOST_TEST(table.find("| 2 succeeded | x1     | ") != std::string::npos, table);
   BOOST_TEST(table.find("| embed  | 0     | " + expected + " |") != std::string::npos,
@@ -1106,6 +1119,43 @@ probe: {multiples: [1], samples: 100, configurations: 2, nullspace_rounds: 0}
   const std::string depth = test::read(run.dir + "/probe_depth.md");
   BOOST_TEST(depth.find("readable at") != std::string::npos, depth);
   BOOST_TEST(depth.find("| 2 succeeded | x1 ") != std::string::npos, depth);
+}
+
+// lengthgen.configurations: each analysed configuration its own outcome; Table 2's cell is the
+// mean over them with the range, and lengthgen_models lists each.
+BOOST_AUTO_TEST_CASE(lengthgen_reads_several_configurations_and_reports_their_spread) {
+  const std::string text = R"(study: lengthgen
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 16}
+data: {format: acot, distribution: uniform, L: 6}
+training: {learning_rates: [1.0e-2], seeds: [10, 20, 30], max_steps: 3000, eval_every: 100}
+lengthgen: {multiples: [1, 2], samples: 100, configurations: 2}
+)";
+  Run run(text, "lengthgen_replicas");
+  InProcessRunner runner(test::plugins(), study_measurements());
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  BOOST_TEST(run.store->all().size() == 3u);
+  std::vector<YAML::Node> read;
+  for (const auto& o : run.store->outcomes())
+    if (o.kind == "lengthgen") read.push_back(o.value);
+  BOOST_REQUIRE_EQUAL(read.size(), 2u);
+  BOOST_TEST(read[0]["seed"].as<int>() != read[1]["seed"].as<int>());
+  std::vector<double> at_2L;
+  for (const auto& v : read) {
+    BOOST_REQUIRE(v["status"].as<std::string>() == "succeeded");
+    BOOST_REQUIRE_EQUAL(v["curve"].size(), 2u);
+    BOOST_TEST(v["curve"][1][0].as<int>() == 12);
+    at_2L.push_back(v["curve"][1][3].as<double>());
+  }
+  const std::string table = test::read(run.dir + "/lengthgen_table.md");
+  BOOST_TEST(table.find("| " + format_spread(at_2L) + " ") != std::string::npos,
+             format_spread(at_2L) << "\n"
+                                  << table);
+  const std::string models = test::read(run.dir + "/lengthgen_models.md");
+  BOOST_TEST(models.find("seed=" + read[0]["seed"].as<std::string>()) != std::string::npos, models);
+  BOOST_TEST(models.find("seed=" + read[1]["seed"].as<std::string>()) != std::string::npos, models);
+  const std::string curves = test::read(run.dir + "/lengthgen_curves.csv");
+  BOOST_TEST(std::count(curves.begin(), curves.end(), '\n') == 5, curves);  // 2 x 2 and a header
 }
 
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's

@@ -1,5 +1,5 @@
-// The `lengthgen` study (docs/method.md section 7): train at N (N_max by default) until a
-// configuration succeeds, then read its accuracy on longer sequences.
+// The `lengthgen` study (docs/method.md section 7): train at N (N_max by default), then read the
+// accuracy of its best configurations (lengthgen.configurations) on longer sequences.
 #include <algorithm>
 #include <cmath>
 #include <ostream>
@@ -26,6 +26,7 @@ struct LengthGenSettings {
   LengthMultiples lengths{"lengthgen", "multiples", {1, 1.5, 2, 3, 4}};  // 1: the trained maximum
   double report_multiple = 2;  // the column of the paper's Table 2
   uint64_t samples = 500;      // sequences per evaluated length
+  int64_t configurations = 3;  // read per cell: the best finished ones of the step
 };
 
 class LengthGenStudy final : public Study {
@@ -57,12 +58,13 @@ void LengthGenStudy::read(const Options& root) {
   if (std::find(multiples.begin(), multiples.end(), s.report_multiple) == multiples.end())
     section.fail("report_multiple", "must be one of the multiples");
   if (s.samples < 1) section.fail("samples", "must be at least 1");
+  s.configurations = get_in_range(section, "configurations", s.configurations, 1, 10'000);
 }
 
 int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
   const StudyConfig& config = run.config;
   Table table;
-  table.header = {"cell", "N", "chosen", "status"};
+  table.header = {"cell", "N", "analysed"};
   size_t errors = 0;
   for (size_t c = 0; c < cells.size(); ++c) {
     const PreparedCell& cell = cells[c];
@@ -73,63 +75,76 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     for (int length : lengths) measurement["lengths"].push_back(length);
     measurement["samples"] = settings_.samples;
     StepOptions options;
-    options.first_success = true;
+    // One configuration: the step ends at its first success; several: every one trains.
+    options.first_success = settings_.configurations == 1;
     options.measurements.set("lengthgen", measurement);
     options.checkpoints = StepOptions::Checkpoints::kSave;
     StepResult step = run_step(run, cell, n, options, context + " N=" + std::to_string(n));
     run.progress.clear();
     errors += step.errors;
-    const long chosen = chosen_configuration(
+    std::vector<size_t> ranked = ranked_configurations(
         step, [&](size_t i) { return step.results[i].measurements.has("lengthgen"); });
     std::vector<std::string> row{cell.label, format_count(n)};
-    if (chosen < 0) {
+    if (ranked.empty()) {
       run.progress.log(context + ": no configuration finished (errors); rerun to retry");
-      row.insert(row.end(), {"-", "error"});
+      row.push_back("error");
       table.rows.push_back(row);
       continue;
     }
-    const TrialSpec& spec = step.trials[chosen];
-    const TrialResult& result = step.results[chosen];
-    const std::vector<LengthMetrics> curve =
-        length_metrics_from(result.measurements.get("lengthgen"));
-    YAML::Node value;
-    value["cell"] = cell.cell.to_yaml();
-    value["plugins"] = cell.plugin_versions;
-    value["n"] = n;
-    value["lr"] = yaml::exact(spec.lr);
-    value["seed"] = spec.seed;
-    value["status"] = to_string(result.status);
-    value["best_loss"] = yaml::exact(result.best_loss);
-    // The analysed model (the final weights): its validation loss and final-state accuracy.
-    value["final_loss"] = yaml::exact(result.last.loss);
-    value["final_accuracy"] = yaml::exact(result.last.final_accuracy);
-    value["states"] = cell.num_states;
-    value["report_length"] = static_cast<int>(std::lround(settings_.report_multiple * cell.cell.L));
-    std::string line =
-        context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
-    row.push_back(spec.configuration());
-    row.push_back(to_string(result.status));
-    for (const LengthMetrics& m : curve) {
-      const double normalized = normalized_accuracy(m.final_accuracy, cell.num_states);
-      YAML::Node point(YAML::NodeType::Sequence);
-      point.SetStyle(YAML::EmitterStyle::Flow);
-      point.push_back(m.length);
-      point.push_back(m.count);
-      point.push_back(yaml::exact(m.final_accuracy));
-      point.push_back(yaml::exact(normalized));
-      point.push_back(yaml::exact(m.token_accuracy));
-      value["curve"].push_back(point);
-      line += ", " + std::to_string(m.length) + ": " + format_fraction(normalized);
+    if (ranked.size() > static_cast<size_t>(settings_.configurations))
+      ranked.resize(static_cast<size_t>(settings_.configurations));
+    // Each analysed configuration its own outcome; the table's row: their mean and range over
+    // those that succeeded (over all when none did).
+    size_t succeeded = 0;
+    for (size_t i : ranked) succeeded += step.results[i].succeeded();
+    std::map<size_t, std::vector<double>> at_length;  // index into lengths -> normalized values
+    for (const size_t chosen : ranked) {
+      const TrialSpec& spec = step.trials[chosen];
+      const TrialResult& result = step.results[chosen];
+      const std::vector<LengthMetrics> curve =
+          length_metrics_from(result.measurements.get("lengthgen"));
+      YAML::Node value;
+      value["cell"] = cell.cell.to_yaml();
+      value["plugins"] = cell.plugin_versions;
+      value["n"] = n;
+      value["lr"] = yaml::exact(spec.lr);
+      value["seed"] = spec.seed;
+      value["status"] = to_string(result.status);
+      value["best_loss"] = yaml::exact(result.best_loss);
+      // The analysed model (the final weights): its validation loss and final-state accuracy.
+      value["final_loss"] = yaml::exact(result.last.loss);
+      value["final_accuracy"] = yaml::exact(result.last.final_accuracy);
+      value["states"] = cell.num_states;
+      value["report_length"] =
+          static_cast<int>(std::lround(settings_.report_multiple * cell.cell.L));
+      value["settings"] = measurement;
+      std::string line =
+          context + ": " + spec.configuration() + " (" + to_string(result.status) + ")";
+      for (size_t k = 0; k < curve.size(); ++k) {
+        const LengthMetrics& m = curve[k];
+        const double normalized = normalized_accuracy(m.final_accuracy, cell.num_states);
+        YAML::Node point(YAML::NodeType::Sequence);
+        point.SetStyle(YAML::EmitterStyle::Flow);
+        point.push_back(m.length);
+        point.push_back(m.count);
+        point.push_back(yaml::exact(m.final_accuracy));
+        point.push_back(yaml::exact(normalized));
+        point.push_back(yaml::exact(m.token_accuracy));
+        value["curve"].push_back(point);
+        line += ", " + std::to_string(m.length) + ": " + format_fraction(normalized);
+        if (succeeded == 0 || result.succeeded()) at_length[k].push_back(normalized);
+      }
+      run.progress.log(line);
+      run.store.put_outcome({content_key("lengthgen " + spec.key() + " " + yaml::flow(measurement)),
+                             config.name, "lengthgen", cell.label, value, ""});
     }
-    run.progress.log(line);
-    std::string identity = "lengthgen";
-    for (const TrialSpec& t : step.trials) {
-      identity += ' ';
-      identity += t.key();
-    }
-    run.store.put_outcome({content_key(identity), config.name, "lengthgen", cell.label, value, ""});
+    row.push_back(std::to_string(succeeded ? succeeded : ranked.size()) +
+                  (succeeded ? " succeeded" : " failed") +
+                  (ranked.size() > (succeeded ? succeeded : ranked.size())
+                       ? " of " + std::to_string(ranked.size())
+                       : std::string()));
     // Table columns: the normalized accuracy at each length, as "2L" etc.
-    for (size_t k = 0; k < curve.size(); ++k) {
+    for (const auto& [k, values] : at_length) {
       const std::string column = multiple_label(lengths[k], cell.cell.L);
       auto at = std::find(table.header.begin(), table.header.end(), column);
       if (at == table.header.end()) {
@@ -138,7 +153,7 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
       }
       const size_t index = static_cast<size_t>(at - table.header.begin());
       if (row.size() <= index) row.resize(index + 1);
-      row[index] = format_fraction(normalized_accuracy(curve[k].final_accuracy, cell.num_states));
+      row[index] = format_spread(values);
     }
     table.rows.push_back(row);
   }
@@ -154,59 +169,84 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
 }
 
 void LengthGenStudy::report(ReportContext& report) const {
-  // Length generalization (Table 2) and accuracy against length.
+  // Length generalization (Table 2) and accuracy against length, over the configurations each
+  // cell read: the mean and range over those that succeeded, or over all, marked *, when none
+  // did.
   Grid lengthgen;
-  Table models;  // the model each row analysed
+  Table models;  // the models each row analysed
   models.header = {
       "model", "format",        "task",   "distribution",   "L",
       "N",     "configuration", "status", "final val loss", "final-state acc (validation)"};
   size_t unlearned = 0;
   Table curves;
-  curves.header = {"model",      "format",        "task",      "distribution",
-                   "L",          "length",        "sequences", "final-state accuracy",
-                   "normalized", "token accuracy"};
+  curves.header = {"model",
+                   "format",
+                   "task",
+                   "distribution",
+                   "L",
+                   "lr",
+                   "seed",
+                   "status",
+                   "length",
+                   "sequences",
+                   "final-state accuracy",
+                   "normalized",
+                   "token accuracy"};
   std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
-  for (const StoredOutcome* o : report.latest("lengthgen")) {
-    const YAML::Node cell = o->value["cell"];
+  for (const auto& [label, outcomes] : report.latest_per_configuration("lengthgen")) {
+    const YAML::Node cell = outcomes.front()->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
-    const int report_length = o->value["report_length"].as<int>();
+    const int report_length = outcomes.front()->value["report_length"].as<int>();
     Figure& f = lengthgen_figures[{"", row.format}];
     f.stem = "lengthgen_" + row.format;
     f.title = "Length generalization, " + row.format;
     f.xlabel = "length (multiples of the trained maximum L)";
-    f.ylabel = "normalized final-state accuracy";
+    f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";
     f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
+    std::vector<const StoredOutcome*> used;
+    for (const StoredOutcome* o : outcomes)
+      if (o->value["status"].as<std::string>("") == "succeeded") used.push_back(o);
+    const bool learned = !used.empty();
+    if (!learned) used = outcomes;
+    unlearned += !learned;
     Figure::Series s{model_legend(cell["model"]) + ", " + paper_task_name(cell["task"]) + ", " +
-                         distribution + " L=" + std::to_string(L),
+                         distribution + " L=" + std::to_string(L) + (learned ? "" : " (failed)"),
                      {},
                      false};
-    const std::string status = o->value["status"].as<std::string>("");
-    const bool learned = status == "succeeded";
-    unlearned += !learned;
-    const auto shown = [&](const char* key, bool fraction) {
+    const auto shown = [](const StoredOutcome* o, const char* key, bool fraction) {
       if (!o->value[key]) return std::string("-");  // stored before it was recorded
       const double v = o->value[key].as<double>();
       return fraction ? format_fraction(v) : format_number(v, 4);
     };
-    models.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                           o->value["n"].as<std::string>(),
-                           "lr=" + format_number(o->value["lr"].as<double>(), 3) +
-                               " seed=" + o->value["seed"].as<std::string>(),
-                           status, shown("final_loss", false), shown("final_accuracy", true)});
-    if (!learned) s.title += " (" + status + ")";
-    for (const auto& point : o->value["curve"]) {
-      const int length = point[0].as<int>();
-      const double normalized = point[3].as<double>();
-      curves.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                             std::to_string(length), point[1].as<std::string>(),
-                             format_fraction(point[2].as<double>()), format_fraction(normalized),
-                             format_fraction(point[4].as<double>())});
-      s.points.push_back({static_cast<double>(length) / L, normalized});
+    std::map<int, std::vector<double>> normalized_at;  // length -> over the used outcomes
+    for (const StoredOutcome* o : outcomes) {
+      const std::string status = o->value["status"].as<std::string>("");
+      const bool counted = std::find(used.begin(), used.end(), o) != used.end();
+      models.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                             o->value["n"].as<std::string>(),
+                             "lr=" + format_number(o->value["lr"].as<double>(), 3) +
+                                 " seed=" + o->value["seed"].as<std::string>(),
+                             status + (counted ? "" : " (not in the means)"),
+                             shown(o, "final_loss", false), shown(o, "final_accuracy", true)});
+      for (const auto& point : o->value["curve"]) {
+        const int length = point[0].as<int>();
+        const double normalized = point[3].as<double>();
+        curves.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                               format_number(o->value["lr"].as<double>(), 3),
+                               o->value["seed"].as<std::string>(), status, std::to_string(length),
+                               point[1].as<std::string>(), format_fraction(point[2].as<double>()),
+                               format_fraction(normalized),
+                               format_fraction(point[4].as<double>())});
+        if (counted) normalized_at[length].push_back(normalized);
+      }
+    }
+    for (const auto& [length, values] : normalized_at) {
+      s.points.push_back({static_cast<double>(length) / L, mean_of_finite(values)});
       if (length == report_length)
         lengthgen.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
-            format_fraction(normalized) + (learned ? "" : "*");
+            format_spread(values) + (learned ? "" : "*");
     }
     f.series.push_back(s);
   }
@@ -214,16 +254,19 @@ void LengthGenStudy::report(ReportContext& report) const {
     report.write_table(
         "lengthgen_table", "Length generalization at 2L (Table 2 layout)",
         "Normalized final-state accuracy (acc - 1/S) / (1 - 1/S): 0 is chance, 1 perfect; "
-        "CoT decodes greedily. Each cell reads one model: the configuration that succeeded with "
-        "the lowest final validation loss (lengthgen_models)" +
-            std::string(unlearned ? "; * the analysed model did not succeed in-distribution "
-                                    "(no configuration did): its curve is not a learned solution's"
+        "CoT decodes greedily. Each cell reads its best configurations "
+        "(lengthgen.configurations: the best finished ones by final validation loss, successes "
+        "first; lengthgen_models lists them): the mean over those that succeeded, with the range "
+        "(lowest to highest) in brackets where they differ" +
+            std::string(unlearned ? "; * no configuration succeeded in-distribution: the mean "
+                                    "over all of them, not a learned solution's"
                                   : "") +
             ".",
         lengthgen.table());
     report.write_table("lengthgen_models", "The models length generalization analysed",
-                       "One per cell: its configuration, status, and its final weights' (the "
-                       "analysed ones) validation loss and final-state accuracy.",
+                       "Each configuration a cell read: its status, and its final weights' (the "
+                       "analysed ones) validation loss and final-state accuracy; one that did not "
+                       "succeed beside one that did is not in the means.",
                        models);
     write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
     report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");

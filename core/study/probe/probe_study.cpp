@@ -258,49 +258,6 @@ struct HookNumbers {
   bool capped = false;  // the nullspace rounds ran out before a probe was at chance
 };
 
-// "0.88" for one value, "0.88 (0.80-0.95)" for several: the mean and the range.
-std::string spread(const std::vector<double>& values) {
-  std::vector<double> v;
-  for (double x : values)
-    if (std::isfinite(x)) v.push_back(x);
-  if (v.empty()) return "";
-  double sum = 0;
-  for (double x : v) sum += x;
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  const std::string mean = format_fraction(sum / static_cast<double>(v.size()));
-  return v.size() == 1 || *lo == *hi
-             ? mean
-             : mean + " (" + format_fraction(*lo) + "-" + format_fraction(*hi) + ")";
-}
-
-double mean_of(const std::vector<double>& values) {
-  double sum = 0;
-  size_t n = 0;
-  for (double x : values)
-    if (std::isfinite(x)) sum += x, ++n;
-  return n ? sum / static_cast<double>(n) : NAN;
-}
-
-// The outcomes a cell's rows are drawn from: those with the latest outcome's settings, one per
-// configuration (the latest), in the order stored.
-std::map<std::string, std::vector<const StoredOutcome*>> analysed_by_cell(
-    const ReportContext& report) {
-  std::map<std::string, std::vector<const StoredOutcome*>> by_label;
-  for (const auto& o : report.outcomes)
-    if (o.kind == "probe") by_label[o.label].push_back(&o);
-  for (auto& [label, list] : by_label) {
-    const std::string settings = yaml::flow(list.back()->value["settings"]);
-    std::map<std::string, const StoredOutcome*> by_configuration;
-    for (const StoredOutcome* o : list)
-      if (yaml::flow(o->value["settings"]) == settings)
-        by_configuration[o->value["lr"].as<std::string>() + " " +
-                         o->value["seed"].as<std::string>()] = o;
-    list.clear();
-    for (const auto& [configuration, o] : by_configuration) list.push_back(o);
-  }
-  return by_label;
-}
-
 }  // namespace
 
 void ProbeStudy::report(ReportContext& report) const {
@@ -319,7 +276,7 @@ void ProbeStudy::report(ReportContext& report) const {
   // is readable) and the patching recovery at the readout (where the answer is formed).
   std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>>
       figures;
-  for (const auto& [label, outcomes] : analysed_by_cell(report)) {
+  for (const auto& [label, outcomes] : report.latest_per_configuration("probe")) {
     const YAML::Node cell = outcomes.front()->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
     const std::string distribution = cell["distribution"].as<std::string>();
@@ -433,32 +390,33 @@ void ProbeStudy::report(ReportContext& report) const {
         const double x =
             layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
         if (!norm) {
-          probes.points.push_back({x, mean_of(probe)});
-          patches.points.push_back({x, mean_of(readout)});
+          probes.points.push_back({x, mean_of_finite(probe)});
+          patches.points.push_back({x, mean_of_finite(readout)});
           ++depth;
         }
-        std::string null_text = spread(nullspace);
+        std::string null_text = format_spread(nullspace);
         if (!null_text.empty())
-          null_text += " [" + format_number(mean_of(dims), 3) + (capped ? "+" : "") + " dims]";
-        table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                              analysed, multiple, spread(model_acc[at]), name,
-                              norm ? std::string("norm") : format_number(x, 3), spread(probe),
-                              spread(ablation), null_text, spread(random), spread(changed),
-                              spread(readout)});
+          null_text +=
+              " [" + format_number(mean_of_finite(dims), 3) + (capped ? "+" : "") + " dims]";
+        table.rows.push_back(
+            {row.model, row.format, row.task, distribution, std::to_string(L), analysed, multiple,
+             format_spread(model_acc[at]), name, norm ? std::string("norm") : format_number(x, 3),
+             format_spread(probe), format_spread(ablation), null_text, format_spread(random),
+             format_spread(changed), format_spread(readout)});
       }
       probe_figure.series.push_back(probes);
       patch_figure.series.push_back(patches);
       const auto depths = [](const std::vector<double>& values) {
         size_t never = 0;
         for (double v : values) never += !std::isfinite(v);
-        std::string text = spread(values);
+        std::string text = format_spread(values);
         if (never == values.size()) return std::string("never");
         if (never > 0) text += " (never in " + std::to_string(never) + ")";
         return text;
       };
       depth_table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                                  analysed, multiple, spread(model_acc[at]),
-                                  depths(readable_at[at]), spread(area[at]),
+                                  analysed, multiple, format_spread(model_acc[at]),
+                                  depths(readable_at[at]), format_spread(area[at]),
                                   depths(formed_at[at])});
     }
   }
@@ -467,7 +425,7 @@ void ProbeStudy::report(ReportContext& report) const {
       " analysed: the configurations read for the cell (`probe.configurations`, the best "
       "finished ones of its N by final validation loss, successes first); the numbers are over "
       "those that succeeded, or over all of them, marked failed, when none did; each is the "
-      "mean, with the range in brackets when they differ.";
+      "mean, with the range (lowest to highest) in brackets when they differ.";
   report.write_table(
       "probe_table", "Layerwise probes, ablation and patching",
       "probe: held-out accuracy of a linear probe for the current state at every "
