@@ -79,6 +79,9 @@ std::string paper_task_name(const YAML::Node& task);
 // A model as figure legends name it: its name and sizes ("lstm 256", "gpt2 2L d64", "mamba 2L
 // d64"): hidden, layers and d_model where the model has them.
 std::string model_legend(const YAML::Node& model);
+// The same, and the options that tell the cell's model from others in its column (the "(...)"
+// of its row label, RowKey::model), so that two models of one kind differ in a figure's key.
+std::string model_legend(const YAML::Node& model, const std::string& row_model);
 
 // A file-name-safe form of a label: every character but [A-Za-z0-9_-] as '_'.
 std::string safe(std::string s);

@@ -173,6 +173,12 @@ std::string model_legend(const YAML::Node& model) {
   return text;
 }
 
+std::string model_legend(const YAML::Node& model, const std::string& row_model) {
+  const size_t open = row_model.find('(');
+  return open == std::string::npos ? model_legend(model)
+                                   : model_legend(model) + " " + row_model.substr(open);
+}
+
 std::string reference_legend(const ReportContext& report) {
   if (!report.reference) return "";
   return "[published value and source from " + report.reference->file +

@@ -211,8 +211,9 @@ void LengthGenStudy::report(ReportContext& report) const {
     const bool learned = !used.empty();
     if (!learned) used = outcomes;
     unlearned += !learned;
-    Figure::Series s{model_legend(cell["model"]) + ", " + paper_task_name(cell["task"]) + ", " +
-                         distribution + " L=" + std::to_string(L) + (learned ? "" : " (failed)"),
+    Figure::Series s{model_legend(cell["model"], row.model) + ", " + paper_task_name(cell["task"]) +
+                         ", " + distribution + " L=" + std::to_string(L) +
+                         (learned ? "" : " (failed)"),
                      {},
                      false};
     const auto shown = [](const StoredOutcome* o, const char* key, bool fraction) {

@@ -127,7 +127,7 @@ void NstarStudy::report(ReportContext& report) const {
     by_model.format = by_model.task = "";
     plot.task = paper_task_name(cell["task"]);
     plot.models[by_model][L] = {learned ? static_cast<double>(n) : std::nan(""), n_max};
-    plot.legend[by_model] = model_legend(cell["model"]);
+    plot.legend[by_model] = model_legend(cell["model"], row.model);
     if (report.reference)
       for (const ReferenceValue* r :
            report.reference->find("nstar", cell["task"], cell["model"],

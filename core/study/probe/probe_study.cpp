@@ -370,8 +370,8 @@ void ProbeStudy::report(ReportContext& report) const {
                         axes,
                         {}};
       }
-      const std::string series =
-          model_legend(cell["model"]) + " " + distribution + " L=" + std::to_string(L) + marked;
+      const std::string series = model_legend(cell["model"], row.model) + " " + distribution +
+                                 " L=" + std::to_string(L) + marked;
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
       size_t layers = 0;
       for (const auto& name : order) layers += name != "norm";

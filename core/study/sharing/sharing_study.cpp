@@ -163,7 +163,7 @@ void SharingStudy::report(ReportContext& report) const {
                                 "-0.5:" + std::to_string(highest) + "+0.5]\n";
     Figure f{
         "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
-        "Sharing: " + model_legend(o->value["model"]) + ", " + row.format + ", " +
+        "Sharing: " + model_legend(o->value["model"], row.model) + ", " + row.format + ", " +
             paper_task_name(o->value["task"]),
         "L",
         "training sequences",
@@ -211,7 +211,7 @@ void SharingStudy::report(ReportContext& report) const {
               "set arrow from graph 0, first 1 to graph 1, first 1 nohead dashtype 3 lc 'gray40'\n",
           {}};
     if (!k.points.empty())
-      compared.series.push_back({model_legend(o->value["model"]), k.points, false});
+      compared.series.push_back({model_legend(o->value["model"], row.model), k.points, false});
   }
   // Worth a figure of its own only when it compares.
   for (auto& [which, f] : kappa_compared) {
