@@ -1,6 +1,7 @@
 #include "store/store.hpp"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <ctime>
@@ -403,11 +404,29 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
 
 }  // namespace
 
+namespace {
+// Why a store cannot be written, in words a user can act on ("" when the folder and the file
+// are writable): SQLite says only "attempt to write a readonly database" or "unable to open".
+std::string read_only_reason(const std::filesystem::path& file) {
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  if (::access(dir.c_str(), W_OK) != 0)
+    return "the folder " + dir.string() +
+           " is read-only for this user (the store writes its journal beside it): copy the "
+           "folder somewhere writable and run the command on the copy";
+  if (::access(file.c_str(), F_OK) == 0 && ::access(file.c_str(), W_OK) != 0)
+    return "the file is read-only for this user: copy the folder somewhere writable and run "
+           "the command on the copy";
+  return "";
+}
+}  // namespace
+
 Store::Store(const std::filesystem::path& file) : file_(file) {
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
-    throw std::runtime_error(file.string() + ": cannot open the results store: " + message);
+    const std::string reason = read_only_reason(file);
+    throw std::runtime_error(
+        file.string() + ": cannot open the results store: " + (reason.empty() ? message : reason));
   }
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   try {
@@ -418,7 +437,10 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
   } catch (const std::exception& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    throw std::runtime_error(file.string() + ": " + e.what());
+    const std::string reason = read_only_reason(file);
+    throw std::runtime_error(
+        file.string() + ": " +
+        (reason.empty() ? std::string(e.what()) : "cannot open the results store: " + reason));
   }
 }
 

@@ -1,6 +1,7 @@
 // The `induct` binary as a user runs it.
 #define BOOST_TEST_MODULE cli
 #include <torch/cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/test/unit_test.hpp>
@@ -159,6 +160,36 @@ training: {learning_rates: [1.0e-3], seeds: [1, 2], max_steps: 60, eval_every: 2
   CommandResult alone = run_command(kInduct + " validate " + study + " --cells 1");
   BOOST_TEST(alone.exit_code == 2, alone.output);
   BOOST_TEST(alone.output.find("--cells needs --time") != std::string::npos, alone.output);
+}
+
+namespace {
+// Commands as a user who cannot write a folder: as root (who can write anything), `nobody`
+// through su; otherwise this user. "" when neither can run the binary.
+std::string as_restricted_user(const std::string& command) {
+  if (::geteuid() != 0) return command;
+  if (run_command("su nobody -s /bin/sh -c 'test -x " + kInduct + "'").exit_code != 0) return "";
+  return "su nobody -s /bin/sh -c '" + command + "'";
+}
+}  // namespace
+
+// A store in a folder the user cannot write is refused naming the folder as read-only and what
+// to do, not with SQLite's "attempt to write a readonly database".
+BOOST_AUTO_TEST_CASE(a_read_only_folder_is_named_as_such,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       boost::test_tools::assertion_result ok(!as_restricted_user("true").empty());
+                       ok.message() << "no user without write access can run " << kInduct;
+                       return ok;
+                     })) {
+  const std::string dir = temp_dir("read-only");
+  CommandResult made = run_command(kInduct + " run " + kTiny + " --out " + dir + "/out");
+  BOOST_REQUIRE_MESSAGE(made.exit_code == 0, made.output);
+  run_command("chmod -R a+rX '" + dir + "' && chmod a-w '" + dir + "/out'");
+  CommandResult r = run_command(as_restricted_user(kInduct + " report " + dir + "/out"));
+  BOOST_TEST(r.exit_code == 1, r.output);
+  BOOST_TEST(r.output.find("cannot open the results store: the folder " + dir +
+                           "/out is read-only for this user") != std::string::npos,
+             r.output);
+  run_command("chmod -R u+w '" + dir + "'");
 }
 
 BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
