@@ -104,22 +104,52 @@ void ProbeStudy::read(const Options& root) {
     section.fail("nullspace_margin", "must be in [0, 1)");
 }
 
-// The nullspace and random-subspace drops of a hook ("" for both where it was not measured):
-// the model's normalized final-state accuracy minus the same with the subspace removed, the
-// nullspace's with its dimension, and a + where the rounds ran out before a probe was within
-// the margin of chance (settings: the outcome's).
-std::pair<std::string, std::string> nullspace_drops(const YAML::Node& hook, double clean,
-                                                    double chance, const YAML::Node& settings) {
-  if (!hook["nullspace_accuracy"]) return {"", ""};
-  const auto drop = [&](const char* key) {
-    return format_fraction(clean - above_chance(hook[key].as<double>(), chance));
-  };
-  const double probe_chance = hook["probe_chance"].as<double>();
-  const bool at_chance = hook["nullspace_probe"].as<double>() * (1 - probe_chance) <=
-                         settings["nullspace_margin"].as<double>() + 1e-9;
-  return {drop("nullspace_accuracy") + " (" + hook["nullspace_dims"].as<std::string>() +
-              (at_chance ? ")" : "+)"),
-          drop("random_accuracy")};
+// One analysed configuration's numbers at one (length, hook): drops are the model's normalized
+// final-state accuracy minus the same with the hook edited; NaN where not measured.
+struct HookNumbers {
+  std::string name;
+  double depth = NAN;  // relative: the embedding 0, the last block or recurrent layer 1; NaN: norm
+  double probe = 0, ablation = 0, nullspace = NAN, random = NAN, dims = NAN, changed = 0,
+         readout = 0;
+  bool capped = false;  // the nullspace rounds ran out before a probe was within the margin
+};
+
+// A probed length's hooks in forward order (settings: the outcome's). Relative depth is the same
+// for every model; a final norm, between the last layer and the readout, has none.
+std::vector<HookNumbers> read_hooks(const YAML::Node& length, double clean, double chance,
+                                    const YAML::Node& settings) {
+  size_t layers = 0;
+  for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
+  std::vector<HookNumbers> out;
+  size_t depth = 0;
+  for (const auto& hook : length["hooks"]) {
+    HookNumbers h;
+    h.name = hook["name"].as<std::string>();
+    if (h.name != "norm")
+      h.depth = layers > 1 ? static_cast<double>(depth++) / static_cast<double>(layers - 1) : 1.0;
+    h.probe = hook["probe"].as<double>();
+    h.ablation = clean - above_chance(hook["ablated_accuracy"].as<double>(), chance);
+    if (hook["nullspace_accuracy"]) {
+      h.nullspace = clean - above_chance(hook["nullspace_accuracy"].as<double>(), chance);
+      h.random = clean - above_chance(hook["random_accuracy"].as<double>(), chance);
+      h.dims = hook["nullspace_dims"].as<double>();
+      h.capped = hook["nullspace_probe"].as<double>() * (1 - hook["probe_chance"].as<double>()) >
+                 settings["nullspace_margin"].as<double>() + 1e-9;
+    }
+    h.changed = hook["patch_changed"].as<double>();
+    h.readout = hook["patch_readout"].as<double>();
+    out.push_back(h);
+  }
+  return out;
+}
+
+// "1.14 (1.08 to 1.20) [32+ dims]": the nullspace drops and their mean dimension, + where some
+// configuration's rounds ran out first ("" where not measured).
+std::string nullspace_text(const std::vector<double>& drops, const std::vector<double>& dims,
+                           bool capped) {
+  const std::string text = format_spread(drops);
+  if (text.empty()) return text;
+  return text + " [" + format_number(mean_of_finite(dims), 3) + (capped ? "+" : "") + " dims]";
 }
 
 // The measurement on the chosen configuration's trained model, read from its checkpoint.
@@ -213,16 +243,13 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
         const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
         std::string best_hook;
         double best = -1e9;
-        for (const auto& hook : length["hooks"]) {
-          const double probe = hook["probe"].as<double>();
-          if (probe > best) best = probe, best_hook = hook["name"].as<std::string>();
-          const auto [nullspace, random] = nullspace_drops(hook, clean, chance, value["settings"]);
-          table.rows.push_back(
-              {cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
-               hook["name"].as<std::string>(), format_fraction(probe),
-               format_fraction(clean - above_chance(hook["ablated_accuracy"].as<double>(), chance)),
-               nullspace, random, format_fraction(hook["patch_changed"].as<double>()),
-               format_fraction(hook["patch_readout"].as<double>())});
+        for (const HookNumbers& h : read_hooks(length, clean, chance, value["settings"])) {
+          if (h.probe > best) best = h.probe, best_hook = h.name;
+          table.rows.push_back({cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
+                                h.name, format_fraction(h.probe), format_fraction(h.ablation),
+                                nullspace_text({h.nullspace}, {h.dims}, h.capped),
+                                format_spread({h.random}), format_fraction(h.changed),
+                                format_fraction(h.readout)});
         }
         line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
                 (best_hook.empty() ? ", no hook points to probe"
@@ -236,8 +263,8 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       "(0 = the majority class, 1 = perfect); ablation drop: the model's normalized final-state "
       "accuracy minus the same with the probe's directions ablated at that hook; nullspace drop: "
       "the same with the whole subspace a linear probe reads removed (iterative nullspace "
-      "projection; its dimension in brackets, + where the rounds ran out before a probe was at "
-      "chance), random drop: with a random subspace of that "
+      "projection; its dimension in square brackets, + where the rounds ran out before a probe "
+      "was at chance), random drop: with a random subspace of that "
       "dimension removed (the control); patch: the share "
       "of the clean-corrupted logit gap recovered by patching the clean activation at the changed "
       "position or at the readout.";
@@ -248,17 +275,6 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
   write_file_atomically((run.out_dir / (config.name + ".csv")).string(), table.csv());
   return errors > 0 ? 1 : 0;
 }
-
-namespace {
-
-// One analysed configuration's numbers at one (length, hook); NaN where not measured.
-struct HookNumbers {
-  double probe = 0, ablation = 0, nullspace = NAN, random = NAN, dims = NAN, changed = 0,
-         readout = 0;
-  bool capped = false;  // the nullspace rounds ran out before a probe was at chance
-};
-
-}  // namespace
 
 void ProbeStudy::report(ReportContext& report) const {
   Table table;
@@ -297,47 +313,25 @@ void ProbeStudy::report(ReportContext& report) const {
     std::map<int, std::vector<double>> model_acc;
     std::map<int, std::vector<double>> readable_at, area, formed_at;
     for (const StoredOutcome* o : used) {
-      const YAML::Node& settings = o->value["settings"];
       for (const auto& length : o->value["lengths"]) {
         if (!length["final_accuracy"]) continue;
         const int at = length["length"].as<int>();
         const double chance = length["final_chance"].as<double>();
         const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
         model_acc[at].push_back(clean);
-        // Relative depth, the same for every model: the embedding 0, the last block or
-        // recurrent layer 1 (a final norm is in the table, not the figures or the depth summary).
-        size_t layers = 0;
-        for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
-        size_t depth = 0;
-        double first_readable = NAN, first_formed = NAN, area_sum = 0, last_x = 0, last_p = 0;
-        for (const auto& hook : length["hooks"]) {
-          const std::string name = hook["name"].as<std::string>();
-          if (numbers[at].find(name) == numbers[at].end()) hook_order[at].push_back(name);
-          HookNumbers h;
-          h.probe = hook["probe"].as<double>();
-          h.ablation = clean - above_chance(hook["ablated_accuracy"].as<double>(), chance);
-          if (hook["nullspace_accuracy"]) {
-            h.nullspace = clean - above_chance(hook["nullspace_accuracy"].as<double>(), chance);
-            h.random = clean - above_chance(hook["random_accuracy"].as<double>(), chance);
-            h.dims = hook["nullspace_dims"].as<double>();
-            h.capped =
-                hook["nullspace_probe"].as<double>() * (1 - hook["probe_chance"].as<double>()) >
-                settings["nullspace_margin"].as<double>() + 1e-9;
-          }
-          h.changed = hook["patch_changed"].as<double>();
-          h.readout = hook["patch_readout"].as<double>();
-          numbers[at][name].push_back(h);
-          if (name == "norm") continue;
-          const double x =
-              layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
-          if (depth > 0) area_sum += (x - last_x) * (h.probe + last_p) / 2;
-          last_x = x, last_p = h.probe;
-          if (!std::isfinite(first_readable) && h.probe >= 0.9) first_readable = x;
-          if (!std::isfinite(first_formed) && h.readout >= 0.9) first_formed = x;
-          ++depth;
+        double first_readable = NAN, first_formed = NAN, area_sum = 0, last_x = NAN, last_p = 0;
+        size_t points = 0;
+        for (const HookNumbers& h : read_hooks(length, clean, chance, o->value["settings"])) {
+          if (numbers[at].find(h.name) == numbers[at].end()) hook_order[at].push_back(h.name);
+          numbers[at][h.name].push_back(h);
+          if (std::isnan(h.depth)) continue;  // the final norm
+          if (!std::isnan(last_x)) area_sum += (h.depth - last_x) * (h.probe + last_p) / 2;
+          last_x = h.depth, last_p = h.probe, ++points;
+          if (!std::isfinite(first_readable) && h.probe >= 0.9) first_readable = h.depth;
+          if (!std::isfinite(first_formed) && h.readout >= 0.9) first_formed = h.depth;
         }
         readable_at[at].push_back(first_readable);
-        area[at].push_back(layers > 1 ? area_sum : last_p);
+        area[at].push_back(points > 1 ? area_sum : last_p);  // one layer: its probe there
         formed_at[at].push_back(first_formed);
       }
     }
@@ -373,9 +367,6 @@ void ProbeStudy::report(ReportContext& report) const {
       const std::string series = model_legend(cell["model"], row.model) + " " + distribution +
                                  " L=" + std::to_string(L) + marked;
       Figure::Series probes{series, {}, false}, patches{series, {}, false};
-      size_t layers = 0;
-      for (const auto& name : order) layers += name != "norm";
-      size_t depth = 0;
       for (const auto& name : order) {
         const auto& list = numbers[at][name];
         std::vector<double> probe, ablation, nullspace, random, dims, changed, readout;
@@ -386,23 +377,17 @@ void ProbeStudy::report(ReportContext& report) const {
           changed.push_back(h.changed), readout.push_back(h.readout);
           capped = capped || h.capped;
         }
-        const bool norm = name == "norm";
-        const double x =
-            layers > 1 ? static_cast<double>(depth) / static_cast<double>(layers - 1) : 1.0;
-        if (!norm) {
+        const double x = list.front().depth;
+        if (!std::isnan(x)) {
           probes.points.push_back({x, mean_of_finite(probe)});
           patches.points.push_back({x, mean_of_finite(readout)});
-          ++depth;
         }
-        std::string null_text = format_spread(nullspace);
-        if (!null_text.empty())
-          null_text +=
-              " [" + format_number(mean_of_finite(dims), 3) + (capped ? "+" : "") + " dims]";
-        table.rows.push_back(
-            {row.model, row.format, row.task, distribution, std::to_string(L), analysed, multiple,
-             format_spread(model_acc[at]), name, norm ? std::string("norm") : format_number(x, 3),
-             format_spread(probe), format_spread(ablation), null_text, format_spread(random),
-             format_spread(changed), format_spread(readout)});
+        table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                              analysed, multiple, format_spread(model_acc[at]), name,
+                              std::isnan(x) ? std::string("norm") : format_number(x, 3),
+                              format_spread(probe), format_spread(ablation),
+                              nullspace_text(nullspace, dims, capped), format_spread(random),
+                              format_spread(changed), format_spread(readout)});
       }
       probe_figure.series.push_back(probes);
       patch_figure.series.push_back(patches);
