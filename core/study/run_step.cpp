@@ -127,6 +127,17 @@ std::vector<size_t> ranked_configurations(const StepResult& step,
   return ranked;
 }
 
+Counted counted_configurations(const std::vector<bool>& succeeded) {
+  Counted c;
+  const size_t wins = static_cast<size_t>(std::count(succeeded.begin(), succeeded.end(), true));
+  c.learned = wins > 0;
+  c.counted = c.learned ? succeeded : std::vector<bool>(succeeded.size(), true);
+  const size_t n = c.learned ? wins : succeeded.size();
+  c.text = std::to_string(n) + (c.learned ? " succeeded" : " failed") +
+           (n < succeeded.size() ? " of " + std::to_string(succeeded.size()) : std::string());
+  return c;
+}
+
 long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable) {
   const auto ranked = ranked_configurations(step, usable);
   return ranked.empty() ? -1 : static_cast<long>(ranked.front());

@@ -137,6 +137,16 @@ long chosen_configuration(const StepResult& step, const std::function<bool(size_
 std::vector<size_t> ranked_configurations(const StepResult& step,
                                           const std::function<bool(size_t)>& usable);
 
+// Which of the configurations a study analysed its summaries count: those that succeeded, or
+// all of them when none did (`learned` false: the numbers then describe unlearned models);
+// `text` as tables name them: "2 succeeded", "1 succeeded of 3", "3 failed".
+struct Counted {
+  std::vector<bool> counted;
+  bool learned = false;
+  std::string text;
+};
+Counted counted_configurations(const std::vector<bool>& succeeded);
+
 // Where a trial of this run keeps its trained model (StepOptions::checkpoints).
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial);
 

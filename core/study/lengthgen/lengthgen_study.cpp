@@ -95,10 +95,12 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
       ranked.resize(static_cast<size_t>(settings_.configurations));
     // Each analysed configuration its own outcome; the table's row: their mean and range over
     // those that succeeded (over all when none did).
-    size_t succeeded = 0;
-    for (size_t i : ranked) succeeded += step.results[i].succeeded();
+    std::vector<bool> succeeded;
+    for (size_t i : ranked) succeeded.push_back(step.results[i].succeeded());
+    const Counted counted = counted_configurations(succeeded);
     std::map<size_t, std::vector<double>> at_length;  // index into lengths -> normalized values
-    for (const size_t chosen : ranked) {
+    for (size_t r = 0; r < ranked.size(); ++r) {
+      const size_t chosen = ranked[r];
       const TrialSpec& spec = step.trials[chosen];
       const TrialResult& result = step.results[chosen];
       const std::vector<LengthMetrics> curve =
@@ -132,17 +134,13 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
         point.push_back(yaml::exact(m.token_accuracy));
         value["curve"].push_back(point);
         line += ", " + std::to_string(m.length) + ": " + format_fraction(normalized);
-        if (succeeded == 0 || result.succeeded()) at_length[k].push_back(normalized);
+        if (counted.counted[r]) at_length[k].push_back(normalized);
       }
       run.progress.log(line);
       run.store.put_outcome({content_key("lengthgen " + spec.key() + " " + yaml::flow(measurement)),
                              config.name, "lengthgen", cell.label, value, ""});
     }
-    row.push_back(std::to_string(succeeded ? succeeded : ranked.size()) +
-                  (succeeded ? " succeeded" : " failed") +
-                  (ranked.size() > (succeeded ? succeeded : ranked.size())
-                       ? " of " + std::to_string(ranked.size())
-                       : std::string()));
+    row.push_back(counted.text);
     // Table columns: the normalized accuracy at each length, as "2L" etc.
     for (const auto& [k, values] : at_length) {
       const std::string column = multiple_label(lengths[k], cell.cell.L);
@@ -205,11 +203,11 @@ void LengthGenStudy::report(ReportContext& report) const {
     f.xlabel = "length (multiples of the trained maximum L)";
     f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";
     f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
-    std::vector<const StoredOutcome*> used;
+    std::vector<bool> succeeded;
     for (const StoredOutcome* o : outcomes)
-      if (o->value["status"].as<std::string>("") == "succeeded") used.push_back(o);
-    const bool learned = !used.empty();
-    if (!learned) used = outcomes;
+      succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
+    const Counted counted = counted_configurations(succeeded);
+    const bool learned = counted.learned;
     unlearned += !learned;
     Figure::Series s{model_legend(cell["model"], row.model) + ", " + paper_task_name(cell["task"]) +
                          ", " + distribution + " L=" + std::to_string(L) +
@@ -222,14 +220,15 @@ void LengthGenStudy::report(ReportContext& report) const {
       return fraction ? format_fraction(v) : format_number(v, 4);
     };
     std::map<int, std::vector<double>> normalized_at;  // length -> over the used outcomes
-    for (const StoredOutcome* o : outcomes) {
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      const StoredOutcome* o = outcomes[i];
       const std::string status = o->value["status"].as<std::string>("");
-      const bool counted = std::find(used.begin(), used.end(), o) != used.end();
+      const bool in_means = counted.counted[i];
       models.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
                              o->value["n"].as<std::string>(),
                              "lr=" + format_number(o->value["lr"].as<double>(), 3) +
                                  " seed=" + o->value["seed"].as<std::string>(),
-                             status + (counted ? "" : " (not in the means)"),
+                             status + (in_means ? "" : " (not in the means)"),
                              shown(o, "final_loss", false), shown(o, "final_accuracy", true)});
       for (const auto& point : o->value["curve"]) {
         const int length = point[0].as<int>();
@@ -240,7 +239,7 @@ void LengthGenStudy::report(ReportContext& report) const {
                                point[1].as<std::string>(), format_fraction(point[2].as<double>()),
                                format_fraction(normalized),
                                format_fraction(point[4].as<double>())});
-        if (counted) normalized_at[length].push_back(normalized);
+        if (in_means) normalized_at[length].push_back(normalized);
       }
     }
     for (const auto& [length, values] : normalized_at) {

@@ -299,14 +299,16 @@ void ProbeStudy::report(ReportContext& report) const {
     const int L = cell["L"].as<int>();
     // The succeeded configurations when there are any (a model that learned nothing has no
     // solution to read), else every analysed one, marked.
-    std::vector<const StoredOutcome*> used;
+    std::vector<bool> succeeded;
     for (const StoredOutcome* o : outcomes)
-      if (o->value["status"].as<std::string>("") == "succeeded") used.push_back(o);
-    const bool learned = !used.empty();
-    if (!learned) used = outcomes, ++unlearned_cells;
-    const std::string analysed =
-        std::to_string(used.size()) + (learned ? " succeeded" : " failed") +
-        (used.size() < outcomes.size() ? " of " + std::to_string(outcomes.size()) : std::string());
+      succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
+    const Counted counted = counted_configurations(succeeded);
+    const bool learned = counted.learned;
+    unlearned_cells += !learned;
+    const std::string& analysed = counted.text;
+    std::vector<const StoredOutcome*> used;
+    for (size_t i = 0; i < outcomes.size(); ++i)
+      if (counted.counted[i]) used.push_back(outcomes[i]);
     // Per length: the hooks in forward order, each configuration's numbers.
     std::map<int, std::vector<std::string>> hook_order;
     std::map<int, std::map<std::string, std::vector<HookNumbers>>> numbers;
