@@ -233,6 +233,9 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
                                     grid, config.run.device, config.run.device == "cpu" ? 0 : 1)
           .workers;
   const double failing = static_cast<double>(grid) * static_cast<double>(config.training.max_steps);
+  const auto rate_text = [](double rate) {
+    return induct::format_number(rate, rate >= 1000 ? 4 : 3) + " steps/s";
+  };
   // Each shape is timed at its cell with the largest vocabulary: an upper bound for the rest.
   std::map<std::string, size_t> timed_at;
   std::vector<std::string> shapes(cells.size());
@@ -271,7 +274,7 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
     const double seconds =
         failing / (rate * workers);  // default_pool_settings caps workers at the grid
     total += seconds;
-    std::cout << induct::format_number(rate, rate >= 1000 ? 4 : 3) << " steps/s";
+    std::cout << rate_text(rate);
     if (source != i) std::cout << " (timed at cell " << source + 1 << ")";
     std::cout << "; a failing step " << induct::format_duration(seconds) << ", "
               << induct::format_duration(total) << " so far\n"
@@ -289,9 +292,8 @@ void time_cells(const induct::StudyConfig& config, const induct::PluginRegistry&
     const double before = rates.at(shapes[first]).per_second;
     const double again = induct::measure_step_rate(config, cells[source], registry).per_second;
     if (std::isfinite(before) && std::isfinite(again))
-      std::cout << "  cell " << source + 1 << " timed again at the end: "
-                << induct::format_number(again, again >= 1000 ? 4 : 3) << " steps/s against "
-                << induct::format_number(before, before >= 1000 ? 4 : 3)
+      std::cout << "  cell " << source + 1 << " timed again at the end: " << rate_text(again)
+                << " against " << rate_text(before)
                 << " at first (one cell's rate varies this much between two timings)\n";
   }
   const double load_after = load_average();

@@ -520,6 +520,23 @@ size_t utf8_length(const std::string& text, size_t i) {
   return n;
 }
 
+// The text with each byte that is not UTF-8 as \xNN (for a message that quotes it).
+std::string escape_invalid_utf8(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_length(text, i);
+    if (n > 0) {
+      out += text.substr(i, n);
+      i += n;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(text[i++]));
+    out += hex;
+  }
+  return out;
+}
+
 // yaml-cpp replaces bytes that are not UTF-8 by U+FFFD without a word: a study file (and a
 // --set) must be UTF-8, and the first byte that is not is named by its line and column.
 void refuse_invalid_utf8(const std::string& text, const std::string& name, bool positions = true) {
@@ -548,19 +565,7 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
     throw ConfigError("--set " + text +
                       ": no value after '=' (to use the default, leave the "
                       "--set out)");
-  std::string shown;  // the --set with the bytes that are not UTF-8 as \xNN
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_length(text, i);
-    if (n > 0) {
-      shown += text.substr(i, n);
-      i += n;
-      continue;
-    }
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(text[i++]));
-    shown += hex;
-  }
-  refuse_invalid_utf8(text, "--set " + shown, false);
+  refuse_invalid_utf8(text, "--set " + escape_invalid_utf8(text), false);
   refuse_leading_comma(given, "--set " + text, false);
   YAML::Node value;
   try {
