@@ -266,6 +266,14 @@ struct Run {
   }
 };
 
+// The values of the stored outcomes of one kind, in the order stored.
+std::vector<YAML::Node> outcome_values(const Store& store, const std::string& kind) {
+  std::vector<YAML::Node> values;
+  for (const auto& o : store.outcomes())
+    if (o.kind == kind) values.push_back(o.value);
+  return values;
+}
+
 // Fixed n needs 4n sequences, Uniform 2..L needs 10.
 uint64_t thresholds(const Cell& cell) { return cell.distribution == "fixed" ? 4 * cell.L : 10; }
 
@@ -1094,9 +1102,7 @@ probe: {multiples: [1], samples: 100, configurations: 2, nullspace_rounds: 0}
   InProcessRunner runner(test::plugins(), study_measurements());
   BOOST_TEST(run.go(runner) == 0, run.log.str());
   BOOST_TEST(run.store->all().size() == 3u);  // every configuration trained (none cancelled)
-  std::vector<YAML::Node> probed;
-  for (const auto& o : run.store->outcomes())
-    if (o.kind == "probe") probed.push_back(o.value);
+  const std::vector<YAML::Node> probed = outcome_values(*run.store, "probe");
   BOOST_REQUIRE_EQUAL(probed.size(), 2u);
   BOOST_TEST(probed[0]["seed"].as<int>() != probed[1]["seed"].as<int>());
   // The table's embedding probe: the two configurations' mean and range.
@@ -1135,9 +1141,7 @@ lengthgen: {multiples: [1, 2], samples: 100, configurations: 2}
   InProcessRunner runner(test::plugins(), study_measurements());
   BOOST_TEST(run.go(runner) == 0, run.log.str());
   BOOST_TEST(run.store->all().size() == 3u);
-  std::vector<YAML::Node> read;
-  for (const auto& o : run.store->outcomes())
-    if (o.kind == "lengthgen") read.push_back(o.value);
+  const std::vector<YAML::Node> read = outcome_values(*run.store, "lengthgen");
   BOOST_REQUIRE_EQUAL(read.size(), 2u);
   BOOST_TEST(read[0]["seed"].as<int>() != read[1]["seed"].as<int>());
   std::vector<double> at_2L;
