@@ -170,6 +170,10 @@ std::string model_legend(const YAML::Node& model) {
   if (model["layers"] && (!model["hidden"] || model["layers"].as<std::string>() != "1"))
     text += " " + model["layers"].as<std::string>() + "L";
   if (model["d_model"]) text += " d" + model["d_model"].as<std::string>();
+  if (model["file"]) {  // a model file (torchscript): its name
+    const std::string file = model["file"].as<std::string>();
+    text += " " + file.substr(file.rfind('/') + 1);
+  }
   return text;
 }
 

@@ -63,9 +63,14 @@ std::string component_label(const YAML::Node& section, const std::set<std::strin
     const YAML::Node& value = entry.second;
     // A table (a list of rows: a Cayley table) by its shape; the cell's key still has it all.
     const bool table = value.IsSequence() && value.size() > 0 && value[0].IsSequence();
-    options += (options.empty() ? "" : ",") + key + "=" +
-               (table ? std::to_string(value.size()) + "x" + std::to_string(value[0].size())
-                      : yaml::flow(value));
+    // A file (Options::get_file: an absolute path and its digest) by its name and the digest's
+    // first 8 digits.
+    std::string text = table ? std::to_string(value.size()) + "x" + std::to_string(value[0].size())
+                             : yaml::flow(value);
+    if (value.IsScalar() && text.rfind('/', 0) == 0) text = text.substr(text.rfind('/') + 1);
+    if (value.IsScalar() && key.size() > 7 && key.compare(key.size() - 7, 7, "_digest") == 0)
+      text = text.substr(0, 8);
+    options += (options.empty() ? "" : ",") + key + "=" + text;
   }
   return options.empty() ? label : label + "(" + options + ")";
 }

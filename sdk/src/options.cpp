@@ -12,9 +12,12 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "options_yaml.hpp"
 
@@ -26,7 +29,8 @@ namespace {
 
 // Shared by every section of one document.
 struct Source {
-  std::string name;                              // the file, as the user named it
+  std::string name;    // the file, as the user named it
+  std::string folder;  // the file's folder, absolute ("" for a document not read from a file)
   std::map<std::string, std::string> overrides;  // dotted path -> "--set path=value"
   // A sequence in the document's memory that holds every mapping made after loading. When a
   // node is placed into another, yaml-cpp's receiving memory takes in every node of the given
@@ -347,6 +351,88 @@ void Options::fail(const std::string& key, const std::string& message) const {
 
 std::string Options::where(const std::string& key) const { return impl_->where(key); }
 
+namespace {
+
+// A 128-bit digest of a file's bytes (two FNV-1a streams, each finished by SplitMix64's mixer),
+// as 32 hex digits; "" when the file cannot be read. Cached by path, size and modification time:
+// a study builds its models many times from one file.
+std::string file_digest(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto modified = fs::last_write_time(path, ec);
+  if (ec) return "";
+  static std::map<std::string, std::tuple<uintmax_t, fs::file_time_type, std::string>> cache;
+  auto& cached = cache[path.string()];
+  if (std::get<0>(cached) == size && std::get<1>(cached) == modified &&
+      !std::get<2>(cached).empty())
+    return std::get<2>(cached);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+  std::vector<char> buffer(1 << 16);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = in.gcount();
+    for (std::streamsize i = 0; i < got; ++i) {
+      const auto byte = static_cast<unsigned char>(buffer[static_cast<size_t>(i)]);
+      a = (a ^ byte) * 0x100000001b3ULL;
+      b = (b ^ byte) * 0x100000001b3ULL;
+    }
+  }
+  if (in.bad()) return "";
+  const auto finish = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  char out[33];
+  std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(finish(a)),
+                static_cast<unsigned long long>(finish(b ^ size)));
+  cached = {size, modified, out};
+  return out;
+}
+
+}  // namespace
+
+std::string Options::get_file(const std::string& key) const {
+  namespace fs = std::filesystem;
+  impl_->mark_read(key);
+  YAML::Node node = impl_->value_of(key);
+  if (!node) impl_->fail(key, "is required (the path of a file)");
+  const auto text = decode<std::string>(node, impl_->where(key), path(key));
+  if (text.empty()) impl_->fail(key, "is empty (the path of a file)");
+  fs::path file(text);
+  // Written in the file (or its grid): relative to the file's folder; by a --set: to the
+  // working directory.
+  const bool from_file =
+      impl_->override_for(path(key)).rfind("--set ", 0) != 0 && !impl_->source->folder.empty();
+  std::error_code ec;
+  if (file.is_relative())
+    file = (from_file ? fs::path(impl_->source->folder) : fs::current_path(ec)) / file;
+  file = file.lexically_normal();
+  const std::string shown =
+      "'" + text + "'" + (text == file.string() ? "" : " (" + file.string() + ")");
+  if (!fs::exists(file, ec)) impl_->fail(key, shown + ": no such file");
+  if (!fs::is_regular_file(file, ec)) impl_->fail(key, shown + ": not a file");
+  const std::string digest = file_digest(file);
+  if (digest.empty()) impl_->fail(key, shown + ": cannot read the file");
+  // The digest is part of the resolved options, and so of every trial's key: a changed file is
+  // new trials, never a reuse of results from the old one. Written in the study, it pins the file.
+  const std::string digest_key = key + "_digest";
+  impl_->mark_read(digest_key);
+  YAML::Node pinned = impl_->value_of(digest_key);
+  if (pinned) {
+    const auto expected = decode<std::string>(pinned, impl_->where(digest_key), path(digest_key));
+    if (expected != digest)
+      impl_->fail(digest_key, "the file " + file.string() + " has digest " + digest + ", not " +
+                                  expected + ": it changed since this digest was taken");
+  }
+  impl_->values[key] = YAML::Node(file.string());
+  impl_->values[digest_key] = YAML::Node(digest);
+  return file.string();
+}
+
 std::string Options::path(const std::string& key) const { return join_path(impl_->path, key); }
 
 void Options::reject_unknown_keys(const std::string& owner) const {
@@ -590,7 +676,7 @@ Options make(YAML::Node root, std::shared_ptr<Source> source) {
 }
 
 Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::string& name,
-             const std::vector<std::string>& overrides) {
+             const std::vector<std::string>& overrides, const std::string& folder = "") {
   YAML::Node root;
   try {
     const std::vector<YAML::Node> documents = parse();
@@ -617,6 +703,7 @@ Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::s
   check_document(root, name);
   auto source = std::make_shared<Source>();
   source->name = name;
+  source->folder = folder;
   source->arena.push_back(root);  // once: the arena takes in the document's memory
   for (const auto& text : overrides) apply_override(root, text, *source);
   return make(root, source);
@@ -638,7 +725,10 @@ Options load_file(const std::string& path, const std::vector<std::string>& overr
   if (!in.is_open()) throw ConfigError(path + ": cannot read the file");
   refuse_invalid_utf8(text.str(), path);
   refuse_leading_comma(text.str(), path);
-  return load([&] { return YAML::LoadAll(text.str()); }, path, overrides);
+  std::error_code absolute_error;
+  const auto absolute = std::filesystem::absolute(path, absolute_error);
+  return load([&] { return YAML::LoadAll(text.str()); }, path, overrides,
+              absolute_error ? "" : absolute.parent_path().lexically_normal().string());
 }
 
 Options load_string(const std::string& text, const std::string& name,

@@ -53,6 +53,14 @@ class INDUCT_SDK_API Options {
   template <class T>
   std::vector<std::vector<T>> require_table(const std::string& key) const;
 
+  // A required file: its path, resolved against the folder of the study file that wrote it (the
+  // working directory for a --set or a document not read from a file), must name a readable
+  // file. Returns the absolute path. The resolved options record that path and the file's
+  // content digest as `<key>_digest`, so a changed file gives new trial keys (never a reuse of
+  // results from the old file); a `<key>_digest` written in the section pins the file, and a
+  // file whose digest differs is a ConfigError.
+  std::string get_file(const std::string& key) const;
+
   bool has(const std::string& key) const;
   // The keys present in this section, in file order.
   std::vector<std::string> keys() const;
