@@ -109,7 +109,12 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   try {
     module = torch::jit::load(file, ctx.device);
   } catch (const c10::Error& e) {
-    const std::string message = first_line(e.what_without_backtrace());
+    // torch's first line, without its "[enforce fail at file:line] . " prefix and its advice to
+    // upgrade PyTorch (the LibTorch here is what must read the file).
+    std::string message = first_line(e.what_without_backtrace());
+    if (message.rfind("[enforce fail", 0) == 0 && message.find("] . ") != std::string::npos)
+      message = message.substr(message.find("] . ") + 4);
+    message = message.substr(0, message.find(" The version of your PyTorch"));
     const bool version = message.find("version") != std::string::npos;
     ctx.options.fail(
         "file", version ? "written by a PyTorch whose TorchScript format this LibTorch " +
