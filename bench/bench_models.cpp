@@ -35,6 +35,7 @@
 #include "plugin/registry.hpp"
 #include "train/components.hpp"
 #include "train/optimizer.hpp"
+#include "train/trial.hpp"
 #include "util/process.hpp"
 
 namespace po = boost::program_options;
@@ -155,7 +156,10 @@ int main(int argc, char** argv) {
       "with --start-at: seconds between windows (each pair's model is built and warmed up in "
       "them)")("peak-only", "only measure the GEMM peak")(
       "trace", po::value<std::string>(), "write a profiler trace of 20 steps to this file")(
-      "help", "this help");
+      "model", po::value<std::vector<std::string>>(),
+      "a model section to measure besides --models (repeatable), named by it in the output, "
+      "e.g. '{name: torchscript, file: lstm.pt}'; GFLOP/s only for the in-tree kinds")("help",
+                                                                                       "this help");
   po::variables_map vm;
   po::store(po::parse_command_line(argc, argv, options), vm);
   if (vm.count("help")) {
@@ -171,7 +175,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const bool small = vm.count("small") > 0;
-  const std::map<std::string, std::string> configs = {
+  std::map<std::string, std::string> configs = {
       {"lstm", small ? "{name: lstm, hidden: 64}" : "{name: lstm, hidden: 256}"},
       {"lstm768", "{name: lstm, hidden: 768}"},
       {"gru", small ? "{name: gru, hidden: 64}" : "{name: gru, hidden: 256}"},
@@ -187,6 +191,12 @@ int main(int argc, char** argv) {
       {"deltanet", small ? "{name: deltanet, layers: 2, d_model: 64, heads: 4, d_ff: 256}"
                          : "{name: deltanet}"},
   };
+  std::vector<std::string> names = split(vm["models"].as<std::string>());
+  if (vm.count("model"))
+    for (const auto& section : vm["model"].as<std::vector<std::string>>()) {
+      configs[section] = section;
+      names.push_back(section);
+    }
   PluginRegistry registry;
   registry.load_all(plugin_search_path({}));
   const int64_t batch = vm["batch"].as<int64_t>(), vocab = 12;  // Z_5: 5 + 5 + 2 tokens
@@ -194,7 +204,7 @@ int main(int argc, char** argv) {
   const double gap = vm["gap"].as<double>();
   int window = 0;
 
-  for (const auto& name : split(vm["models"].as<std::string>())) {
+  for (const auto& name : names) {
     if (!configs.count(name)) {
       std::cerr << "unknown model " << name << "\n";
       return 2;
@@ -249,7 +259,9 @@ int main(int argc, char** argv) {
       if (!std::isfinite(loss_sum)) std::cerr << "warning: non-finite training loss\n";
       const double flops = 3 * forward_flops(resolved["name"].as<std::string>(), resolved,
                                              double(batch), double(T), double(vocab));
-      std::cout << "model " << name << " params " << parameters << " length " << T
+      // A --model section by its label (no spaces: the output is split at them).
+      const std::string shown = name.rfind('{', 0) == 0 ? component_label(resolved) : name;
+      std::cout << "model " << shown << " params " << parameters << " length " << T
                 << " steps_per_s " << rate << " gflops " << flops * rate / 1e9;
       if (scheduled) std::cout << " window " << window - 1 << " late_s " << late_s;
       std::cout << "\n" << std::flush;

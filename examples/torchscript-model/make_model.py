@@ -7,8 +7,9 @@ What induct needs of a scripted module:
   forward(tokens)       tokens [B, T] int64 -> logits [B, T, V], causal (position t sees 0..t)
   reset_parameters(vocab_size, max_length, seed)
                         exported; sizes the tensors that depend on the vocabulary or the length
-                        and draws every parameter. induct seeds torch's generator with `seed` and
-                        calls it without autograd, once per model it builds.
+                        (param.set_(new values)) and draws every parameter. induct seeds torch's
+                        generator with `seed` and calls it without autograd, once per model it
+                        builds.
   torch.ops.induct.hook(name, x)
                         optional, at each layer output: what probe studies read and change.
 """
@@ -52,12 +53,14 @@ class Lstm(nn.Module):
     @torch.jit.export
     def reset_parameters(self, vocab_size: int, max_length: int, seed: int):
         # PyTorch's own initialisations: N(0, 1) embeddings, U(+-1/sqrt(fan_in)) elsewhere.
+        # set_ gives a parameter new values of a new size and keeps it the same parameter (in
+        # Python as in TorchScript, where assigning a plain tensor to it would not work).
         bound = 1.0 / math.sqrt(self.hidden)
-        self.embed.weight = torch.randn(vocab_size, self.hidden)
+        self.embed.weight.set_(torch.randn(vocab_size, self.hidden))
         for w in self.lstm._flat_weights:  # drawn in place: the LSTM holds these tensors
             w.uniform_(-bound, bound)
-        self.head.weight = uniform([vocab_size, self.hidden], bound)
-        self.head.bias = uniform([vocab_size], bound)
+        self.head.weight.set_(uniform([vocab_size, self.hidden], bound))
+        self.head.bias.set_(uniform([vocab_size], bound))
 
 
 class Block(nn.Module):
@@ -118,26 +121,29 @@ class Transformer(nn.Module):
     @torch.jit.export
     def reset_parameters(self, vocab_size: int, max_length: int, seed: int):
         d = self.d_model
-        self.tok.weight = torch.randn(vocab_size, d) * 0.02
-        self.pos.weight = torch.randn(max_length, d) * 0.02
+        self.tok.weight.set_(torch.randn(vocab_size, d) * 0.02)
+        self.pos.weight.set_(torch.randn(max_length, d) * 0.02)
         for block in self.blocks:
             block.reset_parameters()
         self.norm.weight.fill_(1.0)
         self.norm.bias.zero_()
-        self.head.weight = uniform([vocab_size, d], 1.0 / math.sqrt(d))
-        self.head.bias = uniform([vocab_size], 1.0 / math.sqrt(d))
-
-
-MODELS = {"lstm": Lstm, "transformer": Transformer}
+        self.head.weight.set_(uniform([vocab_size, d], 1.0 / math.sqrt(d)))
+        self.head.bias.set_(uniform([vocab_size], 1.0 / math.sqrt(d)))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=".", help="folder to write <model>.pt into")
+    parser.add_argument("--out", default=".", help="folder to write lstm.pt and transformer.pt into")
+    parser.add_argument("--hidden", type=int, default=64, help="the LSTM's width")
+    parser.add_argument("--layers", type=int, default=2, help="the transformer's blocks")
+    parser.add_argument("--d-model", type=int, default=64, help="the transformer's width")
+    parser.add_argument("--heads", type=int, default=4, help="the transformer's heads")
     args = parser.parse_args()
-    for name, model in MODELS.items():
+    models = {"lstm": Lstm(args.hidden),
+              "transformer": Transformer(args.layers, args.d_model, args.heads)}
+    for name, model in models.items():
         path = f"{args.out}/{name}.pt"
-        torch.jit.script(model()).save(path)
+        torch.jit.script(model).save(path)
         print(f"wrote {path}")
 
 
