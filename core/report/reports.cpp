@@ -217,7 +217,7 @@ using yaml::flow;
 // Model labels name only the options that tell apart models of the same name within one
 // column (same task, format, distribution and L), so a table shows "lstm" or
 // "lstm(hidden=768)" rather than every default, and options that follow L (GPT-2's
-// positions) do not split a row.
+// positions) do not split a row. A model read from a file always shows the file's name.
 class ModelLabels {
  public:
   void add(const YAML::Node& model, const std::string& column) {
@@ -235,6 +235,7 @@ class ModelLabels {
       for (const auto& [key, by_column] : found->second)
         for (const auto& [column, seen] : by_column)
           if (seen.size() > 1) varying.insert(key);
+    if (model["file"]) varying.insert("file");  // a model file (torchscript) is the model
     return component_label(model, &varying);
   }
 

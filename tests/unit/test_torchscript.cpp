@@ -228,3 +228,35 @@ BOOST_AUTO_TEST_CASE(files_resolve_against_the_study_and_are_pinned) {
     BOOST_TEST(std::string(e.what()).find("no such file") != std::string::npos, e.what());
   }
 }
+
+// Through the command line: an nstar study and a probe study on scripted models, with the model
+// file beside the study file; the probe reads the module's own hook points.
+BOOST_AUTO_TEST_CASE(nstar_and_probe_studies_run_on_a_scripted_model) {
+  const std::string dir = test::temp_dir("torchscript-cli");
+  std::filesystem::copy_file(file("lstm"), dir + "/lstm.pt");
+  std::filesystem::copy_file(file("transformer"), dir + "/transformer.pt");
+  {
+    std::ofstream(dir + "/nstar.yaml")
+        << "study: nstar\ntask: {name: modular, m: 2}\n"
+           "model: {name: torchscript, file: lstm.pt}\n"
+           "data: {format: acot, distribution: uniform, L: 3}\n"
+           "training: {learning_rates: [3.0e-3], seeds: [1], max_steps: 600, eval_every: 100}\n";
+    std::ofstream(dir + "/probe.yaml")
+        << "study: probe\ntask: {name: modular, m: 2}\n"
+           "model: {name: torchscript, file: transformer.pt}\n"
+           "data: {format: acot, distribution: uniform, L: 4, N: max}\n"
+           "training: {learning_rates: [3.0e-3], seeds: [1], max_steps: 100, eval_every: 50}\n"
+           "probe: {multiples: [1], samples: 100, configurations: 1}\n";
+  }
+  // Run from elsewhere: the model files are found beside the study files.
+  for (const std::string study : {"nstar", "probe"}) {
+    const auto run = test::run_command("cd / && " + std::string(INDUCT_BINARY) + " run " + dir +
+                                       "/" + study + ".yaml --out " + dir + "/" + study);
+    BOOST_TEST_REQUIRE(run.exit_code == 0, study << ":\n" << run.output);
+  }
+  const std::string nstar = test::read(dir + "/nstar/nstar_table.csv");
+  BOOST_TEST(nstar.find("torchscript") != std::string::npos, nstar);
+  const std::string probe = test::read(dir + "/probe/probe_table.csv");
+  for (const char* hook : {"embed", "block.0", "block.1", "norm"})
+    BOOST_TEST(probe.find(hook) != std::string::npos, hook << " not in\n" << probe);
+}
