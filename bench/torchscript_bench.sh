@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Training steps per second of the same model as a C++ plugin and as a TorchScript file
-# (examples/torchscript-model/make_model.py, scripted with Debian's python3-torch), alternating
-# the two `rounds` times and keeping each one's best; one thread, batch 64, vocabulary 12.
+# Training steps per second of the same model as a C++ plugin, as a TorchScript file run by
+# induct (examples/torchscript-model/make_model.py, scripted with Debian's python3-torch) and as
+# that module in eager PyTorch (bench/torchscript_python.py), alternating the three `rounds`
+# times and keeping each one's best; one thread, batch 64, vocabulary 12.
 #
 #   bench/torchscript_bench.sh [--lengths 10,62] [--seconds 3] [--rounds 3]
 #
@@ -28,24 +29,28 @@ mkdir "$dir/64" "$dir/256"
 /usr/bin/python3 examples/torchscript-model/make_model.py --out "$dir/64" --hidden 64 > /dev/null 2>&1
 /usr/bin/python3 examples/torchscript-model/make_model.py --out "$dir/256" --hidden 256 > /dev/null 2>&1
 pairs=(
-  "lstm 64|{name: lstm, hidden: 64}|{name: torchscript, file: $dir/64/lstm.pt}"
-  "lstm 256|{name: lstm, hidden: 256}|{name: torchscript, file: $dir/256/lstm.pt}"
-  "gpt2 2L d64|{name: gpt2, layers: 2, d_model: 64, heads: 4, d_ff: 256, dropout: 0}|{name: torchscript, file: $dir/64/transformer.pt}"
+  "lstm 64|{name: lstm, hidden: 64}|{name: torchscript, file: $dir/64/lstm.pt}|--model lstm --hidden 64"
+  "lstm 256|{name: lstm, hidden: 256}|{name: torchscript, file: $dir/256/lstm.pt}|--model lstm --hidden 256"
+  "gpt2 2L d64|{name: gpt2, layers: 2, d_model: 64, heads: 4, d_ff: 256, dropout: 0}|{name: torchscript, file: $dir/64/transformer.pt}|--model transformer"
 )
 echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), 1 thread; best of ${rounds} alternating rounds of ${seconds} s"
-printf "%-12s %15s %6s %12s %14s %6s\n" model "params C++/TS" tokens "C++ st/s" "TorchScript" ratio
+printf "%-12s %15s %6s %10s %12s %10s %8s %8s\n" model "params C++/TS" tokens "C++ st/s" "TorchScript" "Python" "C++/TS" "TS/Py"
 for pair in "${pairs[@]}"; do
-  IFS='|' read -r label plugin script <<< "$pair"
+  IFS='|' read -r label plugin script python <<< "$pair"
   for length in ${lengths//,/ }; do
-    cpp="" ts=""
+    cpp="" ts="" py=0
     for ((round = 0; round < rounds; round++)); do  # the line with the most steps/s (field 8)
       cpp=$(printf '%s\n%s\n' "$cpp" "$($bench --models "" --model "$plugin" --lengths "$length" --seconds "$seconds")" |
         awk 'NF' | sort -g -k8,8 | tail -1)
       ts=$(printf '%s\n%s\n' "$ts" "$($bench --models "" --model "$script" --lengths "$length" --seconds "$seconds")" |
         awk 'NF' | sort -g -k8,8 | tail -1)
+      # shellcheck disable=SC2086
+      p=$(/usr/bin/python3 bench/torchscript_python.py $python --length "$length" --seconds "$seconds" 2> /dev/null | awk '{print $2}')
+      py=$(echo "if ($p > $py) $p else $py" | bc -l)
     done
     read -r _ _ _ params _ _ _ c _ <<< "$cpp"
     read -r _ _ _ tparams _ _ _ t _ <<< "$ts"
-    printf "%-12s %15s %6s %12.1f %14.1f %6.2f\n" "$label" "$params/$tparams" "$length" "$c" "$t" "$(echo "$c / $t" | bc -l)"
+    printf "%-12s %15s %6s %10.1f %12.1f %10.1f %8.2f %8.2f\n" "$label" "$params/$tparams" "$length" "$c" "$t" "$py" \
+      "$(echo "$c / $t" | bc -l)" "$(echo "$t / $py" | bc -l)"
   done
 done

@@ -133,6 +133,12 @@ int command_plugins(const Global& global) {
     try {
       hooks = induct::summarize_hook_names(induct::model_hook_names(registry, c.name));
       if (hooks.empty()) hooks = "none (the model marks no layer outputs)";
+    } catch (const induct::ConfigError& e) {
+      // A required option (torchscript's file): the hook points come with it. The message
+      // without its "<default name>:1:1: " place.
+      std::string message = e.what();
+      if (message.rfind("<default", 0) == 0) message = message.substr(message.find(": ") + 2);
+      hooks = "set by its options (" + message.substr(0, message.find('\n')) + ")";
     } catch (const std::exception& e) {
       const std::string message = e.what();
       hooks =
