@@ -20,6 +20,9 @@ TOLERANCE = 1e-5
 
 
 def parse_value(text):
+    if text.startswith("{") and text.endswith("}"):  # a section in YAML's flow style, one level
+        entries = [e.split(":", 1) for e in text[1:-1].split(",") if e.strip()]
+        return {k.strip(): parse_value(v.strip()) for k, v in entries}
     for kind in (int, float):
         try:
             return kind(text)

@@ -429,6 +429,63 @@ class DeltaNet(nn.Module):
         return self.head(self.norm(x))
 
 
+class Composed(nn.Module):
+    """The hybrid plugin's models: embedding, blocks (A: a Llama block, M: Mamba, 2: Mamba-2),
+    final RMSNorm, head tied to the embedding unless tie_embeddings is false."""
+
+    def __init__(self, vocab, d_model, tie_embeddings, attention, mamba, mamba2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.norm = RMSNorm(d_model)
+        self.tied = tie_embeddings
+        if not tie_embeddings:
+            self.head = nn.Linear(d_model, vocab, bias=False)
+        a = dict(heads=4, d_ff=1024, rope_theta=500000.0) | (attention or {})
+        m = dict(expand=2, d_state=64, d_conv=4, dt_rank=16) | (mamba or {})
+        m2 = dict(expand=2, headdim=64, d_state=128, ngroups=1, d_conv=4) | (mamba2 or {})
+        self.make = {
+            "A": lambda: Block(STYLES["llama"], d_model, a["heads"], a["d_ff"], 0.0,
+                               a["rope_theta"], 1e-5),
+            "M": lambda: MambaBlock(d_model, m["expand"], m["d_state"], m["d_conv"], m["dt_rank"]),
+            "2": lambda: Mamba2Block(d_model, m2["expand"], m2["headdim"], m2["d_state"],
+                                     m2["ngroups"], m2["d_conv"]),
+        }
+
+    def out(self, x):
+        x = self.norm(x)
+        return x @ self.embed.weight.t() if self.tied else self.head(x)
+
+
+class Hybrid(Composed):
+    def __init__(self, vocab, pattern="MAMA", d_model=256, tie_embeddings=True, attention=None,
+                 mamba=None, mamba2=None):
+        super().__init__(vocab, d_model, tie_embeddings, attention, mamba, mamba2)
+        self.blocks = nn.ModuleList(self.make[kind]() for kind in pattern)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.out(x)
+
+
+class Looped(Composed):
+    """One block applied `loops` times; with inject, z_1 = f(e), z_{i+1} = f(z_i + e)."""
+
+    def __init__(self, vocab, block="A", loops=4, inject=False, d_model=256, tie_embeddings=True,
+                 attention=None, mamba=None, mamba2=None):
+        super().__init__(vocab, d_model, tie_embeddings, attention, mamba, mamba2)
+        self.block = self.make[block]()
+        self.loops, self.inject = loops, inject
+
+    def forward(self, tokens):
+        e = self.embed(tokens)
+        z = e
+        for i in range(self.loops):
+            z = self.block(z + e if self.inject and i > 0 else z)
+        return self.out(z)
+
+
 def build(name, vocab, max_length, options):
     """The reference model for an induct model name and its resolved options."""
     if name == "lstm":
@@ -445,4 +502,12 @@ def build(name, vocab, max_length, options):
         return Mamba2(vocab, **options)
     if name == "deltanet":
         return DeltaNet(vocab, **options)
+    if name in ("hybrid", "looped"):
+        # The C++ side's resolved options also hold initialisation settings the logits do not
+        # depend on (dt_min, dt_max) and the chunk size of Mamba-2's scan.
+        for section in ("mamba", "mamba2"):
+            if section in options:
+                options[section] = {k: v for k, v in options[section].items()
+                                    if k not in ("dt_min", "dt_max", "chunk_size")}
+        return (Hybrid if name == "hybrid" else Looped)(vocab, **options)
     raise ValueError(f"no reference implementation for model '{name}'")

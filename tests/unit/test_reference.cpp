@@ -55,6 +55,12 @@ const std::vector<std::string> kModels = {
     "{name: deltanet, layers: 2}",
     "{name: deltanet, layers: 2, d_model: 64, heads: 2, d_ff: 128, householder: 2, "
     "negative_eigenvalues: true, gate: true}",
+    "{name: hybrid}",
+    "{name: hybrid, pattern: M2A2, d_model: 64, tie_embeddings: false, attention: {heads: 2, "
+    "d_ff: 96}, mamba: {d_state: 8, dt_rank: 4}, mamba2: {headdim: 16, d_state: 16, chunk_size: "
+    "4}}",
+    "{name: looped}",
+    "{name: looped, block: M, loops: 3, inject: true, d_model: 64, mamba: {d_state: 8}}",
 };
 
 void write_raw(const std::string& path, const torch::Tensor& t) {
@@ -85,7 +91,9 @@ BOOST_DATA_TEST_CASE(logits_match_the_pytorch_reference, bdata::make(kModels), y
            << "\n";
     for (const auto& entry : yaml::resolved(options))
       if (entry.first.as<std::string>() != "name")
-        config << entry.first.as<std::string>() << "=" << entry.second.as<std::string>() << "\n";
+        config << entry.first.as<std::string>() << "="
+               << (entry.second.IsMap() ? yaml::flow(entry.second) : entry.second.as<std::string>())
+               << "\n";
     std::ofstream params(dir + "/params.txt");
     int index = 0;
     for (const auto& p : model->named_parameters()) {

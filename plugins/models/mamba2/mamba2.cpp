@@ -20,70 +20,14 @@
 #include <induct/nn/ssd.hpp>
 #include <induct/plugin.hpp>
 
+#include "blocks/mamba2_block.hpp"
+
 namespace {
 
-struct Config {
-  int64_t vocab = 0, layers = 6, d_model = 256, expand = 2, headdim = 64, d_state = 128,
-          ngroups = 1, d_conv = 4, chunk_size = 256;
-  double dt_min = 1e-3, dt_max = 1e-1;
-  bool tie_embeddings = true;
-  int64_t d_inner() const { return expand * d_model; }
-  int64_t heads() const { return d_inner() / headdim; }
-  int64_t conv_dim() const { return d_inner() + 2 * ngroups * d_state; }
-};
-
-torch::Tensor project(const torch::nn::Linear& layer, const torch::Tensor& x) {
-  return induct::nn::linear(x, layer->weight, layer->bias);
-}
-
-class Mamba2Block : public torch::nn::Module {
- public:
-  explicit Mamba2Block(const Config& c) : c_(c) {
-    const int64_t Di = c.d_inner(), H = c.heads(), C = c.conv_dim();
-    norm = register_module("norm", induct::nn::RMSNorm(c.d_model));
-    in_proj = register_module(
-        "in_proj", torch::nn::Linear(torch::nn::LinearOptions(c.d_model, Di + C + H).bias(false)));
-    conv = register_module(
-        "conv", torch::nn::Conv1d(torch::nn::Conv1dOptions(C, C, c.d_conv).groups(C).bias(true)));
-    dt_bias = register_parameter("dt_bias", torch::empty({H}));
-    A_log = register_parameter("A_log", torch::empty({H}));
-    D = register_parameter("D", torch::ones({H}));
-    gate_norm = register_module("gate_norm", induct::nn::RMSNorm(Di));
-    out_proj = register_module(
-        "out_proj", torch::nn::Linear(torch::nn::LinearOptions(Di, c.d_model).bias(false)));
-
-    torch::NoGradGuard no_grad;
-    auto dt = torch::exp(torch::rand({H}) * (std::log(c.dt_max) - std::log(c.dt_min)) +
-                         std::log(c.dt_min))
-                  .clamp_min(1e-4);
-    dt_bias.copy_(dt + torch::log(-torch::expm1(-dt)));  // inverse softplus
-    A_log.copy_(torch::log(torch::empty({H}).uniform_(1, 16)));
-    out_proj->weight.div_(std::sqrt(static_cast<double>(c.layers)));
-  }
-
-  torch::Tensor forward(const torch::Tensor& input) {  // [B, T, d_model]
-    const int64_t B = input.size(0), T = input.size(1), Di = c_.d_inner(), H = c_.heads(),
-                  P = c_.headdim, G = c_.ngroups, N = c_.d_state;
-    auto parts = project(in_proj, norm(input)).split({Di, c_.conv_dim(), H}, -1);
-    auto xbc = induct::nn::causal_conv1d(parts[1], conv->weight.squeeze(1), conv->bias, true);
-    auto xs = xbc.split({Di, G * N, G * N}, -1);
-    auto x = xs[0].reshape({B, T, H, P});
-    auto dt = torch::softplus(parts[2] + dt_bias);  // [B, T, H]
-    auto A = -torch::exp(A_log);                    // [H]
-    auto y = induct::nn::ssd_scan(x * dt.unsqueeze(-1), dt * A, xs[1].reshape({B, T, G, N}),
-                                  xs[2].reshape({B, T, G, N}), c_.chunk_size);
-    y = (y + x * D.view({H, 1})).reshape({B, T, Di});
-    return input + project(out_proj, gate_norm(y * torch::silu(parts[0])));
-  }
-
-  induct::nn::RMSNorm norm{nullptr}, gate_norm{nullptr};
-  torch::nn::Linear in_proj{nullptr}, out_proj{nullptr};
-  torch::nn::Conv1d conv{nullptr};
-  torch::Tensor dt_bias, A_log, D;
-
- private:
-  Config c_;
-};
+using Config = induct::blocks::Mamba2Config;
+using induct::blocks::linear;
+using induct::blocks::Mamba2Block;
+using induct::blocks::project;
 
 class Mamba2 final : public induct::SequenceModel {
  public:

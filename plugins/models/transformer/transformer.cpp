@@ -5,113 +5,25 @@
 //   llama:  RMSNorm, rotary on the whole head, SwiGLU, no biases, no dropout, untied head.
 //   pythia: GPT-NeoX: parallel residual x + attn(ln1 x) + mlp(ln2 x), LayerNorm, rotary on 25%
 //           of each head, exact GELU, biases, untied head.
-// Attention, rotary, RMSNorm and the MLPs are the SDK's shared blocks (induct/nn).
-#include <torch/nn/init.h>
+// The block is plugins/models/blocks/transformer_block.hpp (shared with the hybrid plugin);
+// attention, rotary, RMSNorm and the MLPs are the SDK's shared blocks (induct/nn).
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/normalization.h>
-#include <torch/utils.h>
 
 #include <cmath>
 #include <induct/model.hpp>
-#include <induct/nn/attention.hpp>
-#include <induct/nn/elementwise.hpp>
 #include <induct/nn/linear.hpp>
-#include <induct/nn/mlp.hpp>
-#include <induct/nn/norms.hpp>
 #include <induct/plugin.hpp>
+
+#include "blocks/transformer_block.hpp"
 
 namespace {
 
+using induct::blocks::Norm;
+using induct::blocks::Style;
 using induct::nn::Activation;
-
-struct Style {
-  bool learned_positions = false;
-  bool rms_norm = false;
-  bool parallel_residual = false;
-  bool swiglu = false;
-  bool bias = true;
-  bool tied = false;
-  bool scaled_residual_init = false;  // GPT-2: residual projections N(0, 0.02 / sqrt(2 layers))
-  Activation activation = Activation::kGelu;
-  double rotary_fraction = 0.0;
-};
-
-struct Config {
-  Style style;
-  int64_t vocab = 0, max_length = 0, positions = 0;
-  int64_t layers = 6, d_model = 256, heads = 4, d_ff = 1024;
-  double dropout = 0.0, rope_theta = 10000, norm_eps = 1e-5;
-};
-
-// LayerNorm or RMSNorm, registered under one name so parameter names do not depend on it.
-class Norm {
- public:
-  Norm() = default;
-  Norm(torch::nn::Module& owner, const std::string& name, const Config& c) {
-    if (c.style.rms_norm)
-      rms_ = owner.register_module(name, induct::nn::RMSNorm(c.d_model, c.norm_eps));
-    else
-      layer_ = owner.register_module(
-          name, torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.d_model}).eps(c.norm_eps)));
-  }
-  torch::Tensor operator()(const torch::Tensor& x) {
-    if (rms_) return rms_(x);
-    return induct::nn::layer_norm(x, layer_->weight, layer_->bias, layer_->options.eps());
-  }
-  // Both norms of one x: as {a(x), b(x)}, two LayerNorms in one node (statistics once).
-  static std::pair<torch::Tensor, torch::Tensor> pair(Norm& a, Norm& b, const torch::Tensor& x) {
-    if (a.rms_ || b.rms_) return {a(x), b(x)};
-    return induct::nn::layer_norm_pair(x, a.layer_->weight, a.layer_->bias, b.layer_->weight,
-                                       b.layer_->bias, a.layer_->options.eps());
-  }
-
- private:
-  induct::nn::RMSNorm rms_{nullptr};
-  torch::nn::LayerNorm layer_{nullptr};
-};
-
-class Block : public torch::nn::Module {
- public:
-  explicit Block(const Config& c) : parallel_(c.style.parallel_residual) {
-    norm1_ = Norm(*this, "norm1", c);
-    induct::nn::AttentionOptions attention;
-    attention.dim = c.d_model;
-    attention.heads = c.heads;
-    attention.bias = c.style.bias;
-    attention.dropout = c.dropout;
-    attention.rotary_dim = static_cast<int64_t>(c.d_model / c.heads * c.style.rotary_fraction);
-    attention.rope_theta = c.rope_theta;
-    attention.max_length = c.max_length;
-    attn_ = register_module("attn", induct::nn::CausalSelfAttention(attention));
-    norm2_ = Norm(*this, "norm2", c);
-    if (c.style.swiglu)
-      swiglu_ = register_module("mlp", induct::nn::SwiGlu(c.d_model, c.d_ff));
-    else
-      mlp_ = register_module(
-          "mlp", induct::nn::Mlp(c.d_model, c.d_ff, c.style.activation, c.style.bias, c.dropout));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {  // [B, T, D]
-    if (parallel_) {
-      auto [n1, n2] = Norm::pair(norm1_, norm2_, x);
-      return x + attn_(n1) + feed_forward(n2);
-    }
-    auto h = x + attn_(norm1_(x));
-    return h + feed_forward(norm2_(h));
-  }
-
-  torch::Tensor feed_forward(const torch::Tensor& x) { return swiglu_ ? swiglu_(x) : mlp_(x); }
-  induct::nn::CausalSelfAttention& attention() { return attn_; }
-  induct::nn::Mlp& mlp() { return mlp_; }
-
- private:
-  bool parallel_;
-  Norm norm1_, norm2_;
-  induct::nn::CausalSelfAttention attn_{nullptr};
-  induct::nn::Mlp mlp_{nullptr};
-  induct::nn::SwiGlu swiglu_{nullptr};
-};
+using Config = induct::blocks::TransformerConfig;
+using Block = induct::blocks::TransformerBlock;
 
 class Transformer final : public induct::SequenceModel {
  public:
@@ -148,18 +60,7 @@ class Transformer final : public induct::SequenceModel {
   // unit norms; GPT-2 scales its residual projections by 1 / sqrt(2 layers).
   void initialise() {
     torch::NoGradGuard no_grad;
-    for (auto& p : named_parameters()) {
-      const std::string& name = p.key();
-      auto& t = p.value();
-      const bool is_bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-      const bool is_norm = name.find("norm") != std::string::npos;
-      if (is_norm)
-        is_bias ? t.zero_() : t.fill_(1.0);
-      else if (is_bias)
-        t.zero_();
-      else
-        t.normal_(0.0, 0.02);
-    }
+    for (auto& p : named_parameters()) Block::initialise_parameter(p.key(), p.value());
     if (config_.style.scaled_residual_init) {
       const double std = 0.02 / std::sqrt(2.0 * config_.layers);
       for (auto& block : blocks_) {
