@@ -131,6 +131,22 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
     const double recurrence = 2 * B * T * H * Dk * Dk * (2 * n + 1) + 2 * K * B * T * C;
     return layers * (projections + recurrence) + 2 * B * T * d * V;
   }
+  if (kind == "hybrid" || kind == "looped") {
+    // Each layer (or loop) as a one-layer model of its kind, less that model's head.
+    const std::string layers =
+        kind == "hybrid" ? m["pattern"].as<std::string>()
+                         : std::string(m["loops"].as<size_t>(), m["block"].as<std::string>()[0]);
+    const double d = get("d_model"), head = 2 * B * T * d * V;
+    double total = head;
+    for (char layer : layers) {
+      const char* section = layer == 'A' ? "attention" : layer == 'M' ? "mamba" : "mamba2";
+      YAML::Node one = YAML::Clone(m[section]);
+      one["d_model"] = m["d_model"];
+      one["layers"] = 1;
+      total += forward_flops(layer == 'A' ? "llama" : section, one, B, T, V) - head;
+    }
+    return total;
+  }
   return 0;
 }
 
@@ -190,6 +206,11 @@ int main(int argc, char** argv) {
       {"mamba2", small ? "{name: mamba2, layers: 2, d_model: 64}" : "{name: mamba2}"},
       {"deltanet", small ? "{name: deltanet, layers: 2, d_model: 64, heads: 4, d_ff: 256}"
                          : "{name: deltanet}"},
+      {"hybrid", small ? "{name: hybrid, pattern: MA, d_model: 64, attention: {d_ff: 256}, mamba: "
+                         "{d_state: 16}}"
+                       : "{name: hybrid}"},
+      {"looped",
+       small ? "{name: looped, loops: 2, d_model: 64, attention: {d_ff: 256}}" : "{name: looped}"},
   };
   std::vector<std::string> names = split(vm["models"].as<std::string>());
   if (vm.count("model"))

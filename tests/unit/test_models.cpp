@@ -33,9 +33,15 @@ const std::map<std::string, std::string> kSmall = {
     {"deltanet",
      "{name: deltanet, layers: 2, d_model: 16, heads: 2, d_ff: 32, householder: 2, "
      "negative_eigenvalues: true, gate: true}"},
+    {"hybrid",
+     "{name: hybrid, pattern: MA2, d_model: 16, attention: {heads: 2, d_ff: 32}, mamba: "
+     "{d_state: 8, dt_rank: 4}, mamba2: {headdim: 8, d_state: 8, chunk_size: 4}}"},
+    {"looped",
+     "{name: looped, loops: 3, inject: true, d_model: 16, attention: {heads: 2, d_ff: 32}}"},
 };
-const std::vector<std::string> kModels = {"lstm",      "gru",   "gpt2",   "llama",   "pythia",
-                                          "dense_ssm", "mamba", "mamba2", "deltanet"};
+const std::vector<std::string> kModels = {"lstm",     "gru",       "gpt2",  "llama",
+                                          "pythia",   "dense_ssm", "mamba", "mamba2",
+                                          "deltanet", "hybrid",    "looped"};
 
 std::shared_ptr<SequenceModel> make(const std::string& yaml, int64_t vocab, int64_t length,
                                     uint64_t seed) {
@@ -82,11 +88,17 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   BOOST_TEST(torch::equal(model->forward(tokens), plain));
   BOOST_REQUIRE(!seen.empty());
   const std::map<std::string, std::string> expected = {
-      {"lstm", "embed, lstm.0-1"},           {"gru", "embed, gru.0-1"},
-      {"gpt2", "embed, block.0-1, norm"},    {"llama", "embed, block.0-1, norm"},
-      {"pythia", "embed, block.0-1, norm"},  {"dense_ssm", "state"},
-      {"mamba", "embed, block.0, norm"},     {"mamba2", "embed, block.0-1, norm"},
-      {"deltanet", "embed, block.0-1, norm"}};
+      {"lstm", "embed, lstm.0-1"},
+      {"gru", "embed, gru.0-1"},
+      {"gpt2", "embed, block.0-1, norm"},
+      {"llama", "embed, block.0-1, norm"},
+      {"pythia", "embed, block.0-1, norm"},
+      {"dense_ssm", "state"},
+      {"mamba", "embed, block.0, norm"},
+      {"mamba2", "embed, block.0-1, norm"},
+      {"deltanet", "embed, block.0-1, norm"},
+      {"hybrid", "embed, mamba.0, attn.1, mamba2.2, norm"},
+      {"looped", "embed, loop.0-2, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
   for (const auto& target : seen) {
     model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
