@@ -28,6 +28,8 @@
 #include <induct/nn/norms.hpp>
 #include <induct/plugin.hpp>
 
+#include "blocks/stack.hpp"
+
 namespace {
 
 struct Config {
@@ -37,13 +39,9 @@ struct Config {
   int64_t qkv_dim() const { return d_model * (1 + 2 * householder); }
 };
 
-torch::Tensor project(const torch::nn::Linear& layer, const torch::Tensor& x) {
-  return induct::nn::linear(x, layer->weight, layer->bias);
-}
+using induct::blocks::project;
 
-torch::nn::Linear linear(int64_t in, int64_t out) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
+torch::nn::Linear linear(int64_t in, int64_t out) { return induct::blocks::linear(in, out, false); }
 
 torch::Tensor l2_normalize(const torch::Tensor& x) {  // over the last dimension
   return x * torch::rsqrt(x.pow(2).sum(-1, true) + 1e-6);
@@ -120,35 +118,26 @@ class DeltaBlock : public torch::nn::Module {
   Config c_;
 };
 
-class DeltaNet final : public induct::SequenceModel {
+class DeltaNet final : public induct::blocks::Stack {
  public:
-  explicit DeltaNet(const Config& c) {
-    embed_ = register_module("embed", torch::nn::Embedding(c.vocab, c.d_model));
-    {
-      torch::NoGradGuard no_grad;
-      embed_->weight.normal_(0.0, 0.02);
-    }
+  explicit DeltaNet(const Config& c) : Stack(c.vocab, c.d_model) {
     auto list = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.layers; ++i) {
       blocks_.push_back(std::make_shared<DeltaBlock>(c));
       list->push_back(blocks_.back());
     }
-    norm_ = register_module("norm", induct::nn::RMSNorm(c.d_model));
-    head_ = register_module("head", linear(c.d_model, c.vocab));
+    finish(c.vocab, c.d_model, induct::blocks::Head::kLinear);
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    auto x = hooks("embed", embed_(tokens));
+    auto x = embed(tokens);
     for (size_t i = 0; i < blocks_.size(); ++i)
       x = hooks("block." + std::to_string(i), blocks_[i]->forward(x));
-    return project(head_, hooks("norm", norm_(x)));
+    return head(x);
   }
 
  private:
-  torch::nn::Embedding embed_{nullptr};
   std::vector<std::shared_ptr<DeltaBlock>> blocks_;
-  induct::nn::RMSNorm norm_{nullptr};
-  torch::nn::Linear head_{nullptr};
 };
 
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {

@@ -20,12 +20,10 @@
 
 #include "blocks/mamba2_block.hpp"
 #include "blocks/mamba_block.hpp"
+#include "blocks/stack.hpp"
 #include "blocks/transformer_block.hpp"
 
 namespace {
-
-using induct::blocks::linear;
-using induct::blocks::project;
 
 // The shape shared by the layers and each kind's own options (read only for kinds in use).
 struct Shape {
@@ -54,40 +52,17 @@ torch::Tensor run_block(char kind, torch::nn::Module& block, const torch::Tensor
   return static_cast<induct::blocks::Mamba2Block&>(block).forward(x);
 }
 
-// Embedding, blocks, final RMSNorm and head; `forward` of the subclass runs the blocks.
-class Composed : public induct::SequenceModel {
- protected:
-  explicit Composed(const Shape& s) {
-    embed_ = register_module("embed", torch::nn::Embedding(s.vocab, s.d_model));
-    torch::NoGradGuard no_grad;
-    embed_->weight.normal_(0.0, 0.02);
-  }
-  // After the blocks, so that parameter order (and the draws) follow the layers.
-  void finish(const Shape& s) {
-    norm_ = register_module("norm", induct::nn::RMSNorm(s.d_model));
-    if (!s.tie_embeddings) head_ = register_module("head", linear(s.d_model, s.vocab, false));
-  }
-  torch::Tensor embed(const torch::Tensor& tokens) { return hooks("embed", embed_(tokens)); }
-  torch::Tensor head(const torch::Tensor& x) {
-    const auto normed = hooks("norm", norm_(x));
-    return head_ ? project(head_, normed) : induct::nn::linear(normed, embed_->weight);
-  }
-
- private:
-  torch::nn::Embedding embed_{nullptr};
-  induct::nn::RMSNorm norm_{nullptr};
-  torch::nn::Linear head_{nullptr};
-};
-
-class Hybrid final : public Composed {
+class Hybrid final : public induct::blocks::Stack {
  public:
-  Hybrid(const Shape& s, std::string pattern) : Composed(s), pattern_(std::move(pattern)) {
+  Hybrid(const Shape& s, std::string pattern)
+      : Stack(s.vocab, s.d_model), pattern_(std::move(pattern)) {
     auto list = register_module("blocks", torch::nn::ModuleList());
     for (char kind : pattern_) {
       blocks_.push_back(make_block(kind, s));
       list->push_back(blocks_.back());
     }
-    finish(s);
+    finish(s.vocab, s.d_model,
+           s.tie_embeddings ? induct::blocks::Head::kTied : induct::blocks::Head::kLinear);
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
@@ -103,12 +78,13 @@ class Hybrid final : public Composed {
   std::vector<std::shared_ptr<torch::nn::Module>> blocks_;
 };
 
-class Looped final : public Composed {
+class Looped final : public induct::blocks::Stack {
  public:
   Looped(const Shape& s, char kind, int64_t loops, bool inject)
-      : Composed(s), kind_(kind), loops_(loops), inject_(inject) {
+      : Stack(s.vocab, s.d_model), kind_(kind), loops_(loops), inject_(inject) {
     block_ = register_module("block", make_block(kind, s));
-    finish(s);
+    finish(s.vocab, s.d_model,
+           s.tie_embeddings ? induct::blocks::Head::kTied : induct::blocks::Head::kLinear);
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]

@@ -18,44 +18,34 @@
 #include <induct/plugin.hpp>
 
 #include "blocks/mamba_block.hpp"
+#include "blocks/stack.hpp"
 
 namespace {
 
 using Config = induct::blocks::MambaConfig;
-using induct::blocks::linear;
 using induct::blocks::MambaBlock;
-using induct::blocks::project;
 
-class Mamba final : public induct::SequenceModel {
+class Mamba final : public induct::blocks::Stack {
  public:
-  explicit Mamba(const Config& c) {
-    embed_ = register_module("embed", torch::nn::Embedding(c.vocab, c.d_model));
-    {
-      torch::NoGradGuard no_grad;
-      embed_->weight.normal_(0.0, 0.02);
-    }
+  explicit Mamba(const Config& c) : Stack(c.vocab, c.d_model) {
     auto list = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.layers; ++i) {
       blocks_.push_back(std::make_shared<MambaBlock>(c));
       list->push_back(blocks_.back());
     }
-    norm_ = register_module("norm", induct::nn::RMSNorm(c.d_model));
-    if (!c.tie_embeddings) head_ = register_module("head", linear(c.d_model, c.vocab, false));
+    finish(c.vocab, c.d_model,
+           c.tie_embeddings ? induct::blocks::Head::kTied : induct::blocks::Head::kLinear);
   }
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
-    auto x = hooks("embed", embed_(tokens));
+    auto x = embed(tokens);
     for (size_t i = 0; i < blocks_.size(); ++i)
       x = hooks("block." + std::to_string(i), blocks_[i]->forward(x));
-    x = hooks("norm", norm_(x));
-    return head_ ? project(head_, x) : induct::nn::linear(x, embed_->weight);
+    return head(x);
   }
 
  private:
-  torch::nn::Embedding embed_{nullptr};
   std::vector<std::shared_ptr<MambaBlock>> blocks_;
-  induct::nn::RMSNorm norm_{nullptr};
-  torch::nn::Linear head_{nullptr};
 };
 
 std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
