@@ -353,9 +353,35 @@ std::string Options::where(const std::string& key) const { return impl_->where(k
 
 namespace {
 
-// A 128-bit digest of a file's bytes (two FNV-1a streams, each finished by SplitMix64's mixer),
-// as 32 hex digits; "" when the file cannot be read. Cached by path, size and modification time:
-// a study builds its models many times from one file.
+// A 128-bit digest (two FNV-1a streams, each finished by SplitMix64's mixer) as 32 hex digits.
+class Digest {
+ public:
+  void add(const char* bytes, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto byte = static_cast<unsigned char>(bytes[i]);
+      a_ = (a_ ^ byte) * 0x100000001b3ULL;
+      b_ = (b_ ^ byte) * 0x100000001b3ULL;
+    }
+    size_ += n;
+  }
+  std::string hex() const {
+    const auto finish = [](uint64_t z) {
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    char out[33];
+    std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(finish(a_)),
+                  static_cast<unsigned long long>(finish(b_ ^ size_)));
+    return out;
+  }
+
+ private:
+  uint64_t a_ = 0xcbf29ce484222325ULL, b_ = 0x84222325cbf29ce4ULL, size_ = 0;
+};
+
+// The digest of a file's bytes; "" when the file cannot be read. Cached by path, size and
+// modification time: a study builds its models many times from one file.
 std::string file_digest(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -369,68 +395,87 @@ std::string file_digest(const std::filesystem::path& path) {
     return std::get<2>(cached);
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  uint64_t a = 0xcbf29ce484222325ULL, b = 0x84222325cbf29ce4ULL;
+  Digest digest;
   std::vector<char> buffer(1 << 16);
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto got = in.gcount();
-    for (std::streamsize i = 0; i < got; ++i) {
-      const auto byte = static_cast<unsigned char>(buffer[static_cast<size_t>(i)]);
-      a = (a ^ byte) * 0x100000001b3ULL;
-      b = (b ^ byte) * 0x100000001b3ULL;
-    }
+    digest.add(buffer.data(), static_cast<size_t>(in.gcount()));
   }
   if (in.bad()) return "";
-  const auto finish = [](uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  char out[33];
-  std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(finish(a)),
-                static_cast<unsigned long long>(finish(b ^ size)));
-  cached = {size, modified, out};
-  return out;
+  cached = {size, modified, digest.hex()};
+  return std::get<2>(cached);
+}
+
+}  // namespace
+
+namespace {
+
+// get_file and get_folder: the path resolved, checked and recorded with its digest.
+std::string get_path(const Options& options, Options::Impl& impl, const std::string& key,
+                     const std::vector<std::string>& inside) {
+  namespace fs = std::filesystem;
+  const std::string what = inside.empty() ? "the path of a file" : "the path of a folder";
+  impl.mark_read(key);
+  YAML::Node node = impl.value_of(key);
+  if (!node) impl.fail(key, "is required (" + what + ")");
+  const auto text = decode<std::string>(node, impl.where(key), options.path(key));
+  if (text.empty()) impl.fail(key, "is empty (" + what + ")");
+  fs::path file(text);
+  // Written in the file (or its grid): relative to the file's folder; by a --set: to the
+  // working directory.
+  const bool from_file =
+      impl.override_for(options.path(key)).rfind("--set ", 0) != 0 && !impl.source->folder.empty();
+  std::error_code ec;
+  if (file.is_relative())
+    file = (from_file ? fs::path(impl.source->folder) : fs::current_path(ec)) / file;
+  file = file.lexically_normal();
+  const std::string shown =
+      "'" + text + "'" + (text == file.string() ? "" : " (" + file.string() + ")");
+  if (!fs::exists(file, ec))
+    impl.fail(key, shown + ": no such " + (inside.empty() ? "file" : "folder"));
+  std::string digest;
+  if (inside.empty()) {
+    if (!fs::is_regular_file(file, ec)) impl.fail(key, shown + ": not a file");
+    digest = file_digest(file);
+    if (digest.empty()) impl.fail(key, shown + ": cannot read the file");
+  } else {
+    if (!fs::is_directory(file, ec)) impl.fail(key, shown + ": not a folder");
+    Digest combined;
+    for (const auto& name : inside) {
+      const std::string one = file_digest(file / name);
+      if (one.empty()) impl.fail(key, shown + ": no readable " + name + " in it");
+      const std::string entry = name + "=" + one + ";";
+      combined.add(entry.data(), entry.size());
+    }
+    digest = combined.hex();
+  }
+  // The digest is part of the resolved options, and so of every trial's key: a changed file is
+  // new trials, never a reuse of results from the old one. Written in the study, it pins it.
+  const std::string digest_key = key + "_digest";
+  impl.mark_read(digest_key);
+  YAML::Node pinned = impl.value_of(digest_key);
+  if (pinned) {
+    const auto expected =
+        decode<std::string>(pinned, impl.where(digest_key), options.path(digest_key));
+    if (expected != digest)
+      impl.fail(digest_key, "the " + std::string(inside.empty() ? "file " : "folder ") +
+                                file.string() + " has digest " + digest + ", not " + expected +
+                                ": it changed since this digest was taken");
+  }
+  impl.values[key] = YAML::Node(file.string());
+  impl.values[digest_key] = YAML::Node(digest);
+  return file.string();
 }
 
 }  // namespace
 
 std::string Options::get_file(const std::string& key) const {
-  namespace fs = std::filesystem;
-  impl_->mark_read(key);
-  YAML::Node node = impl_->value_of(key);
-  if (!node) impl_->fail(key, "is required (the path of a file)");
-  const auto text = decode<std::string>(node, impl_->where(key), path(key));
-  if (text.empty()) impl_->fail(key, "is empty (the path of a file)");
-  fs::path file(text);
-  // Written in the file (or its grid): relative to the file's folder; by a --set: to the
-  // working directory.
-  const bool from_file =
-      impl_->override_for(path(key)).rfind("--set ", 0) != 0 && !impl_->source->folder.empty();
-  std::error_code ec;
-  if (file.is_relative())
-    file = (from_file ? fs::path(impl_->source->folder) : fs::current_path(ec)) / file;
-  file = file.lexically_normal();
-  const std::string shown =
-      "'" + text + "'" + (text == file.string() ? "" : " (" + file.string() + ")");
-  if (!fs::exists(file, ec)) impl_->fail(key, shown + ": no such file");
-  if (!fs::is_regular_file(file, ec)) impl_->fail(key, shown + ": not a file");
-  const std::string digest = file_digest(file);
-  if (digest.empty()) impl_->fail(key, shown + ": cannot read the file");
-  // The digest is part of the resolved options, and so of every trial's key: a changed file is
-  // new trials, never a reuse of results from the old one. Written in the study, it pins the file.
-  const std::string digest_key = key + "_digest";
-  impl_->mark_read(digest_key);
-  YAML::Node pinned = impl_->value_of(digest_key);
-  if (pinned) {
-    const auto expected = decode<std::string>(pinned, impl_->where(digest_key), path(digest_key));
-    if (expected != digest)
-      impl_->fail(digest_key, "the file " + file.string() + " has digest " + digest + ", not " +
-                                  expected + ": it changed since this digest was taken");
-  }
-  impl_->values[key] = YAML::Node(file.string());
-  impl_->values[digest_key] = YAML::Node(digest);
-  return file.string();
+  return get_path(*this, *impl_, key, {});
+}
+
+std::string Options::get_folder(const std::string& key,
+                                const std::vector<std::string>& files) const {
+  return get_path(*this, *impl_, key, files);
 }
 
 std::string Options::path(const std::string& key) const { return join_path(impl_->path, key); }

@@ -60,6 +60,9 @@ class INDUCT_SDK_API Options {
   // results from the old file); a `<key>_digest` written in the section pins the file, and a
   // file whose digest differs is a ConfigError.
   std::string get_file(const std::string& key) const;
+  // The same for a required folder that must hold `files` (e.g. {"config.json",
+  // "model.safetensors"}); its digest is over those files.
+  std::string get_folder(const std::string& key, const std::vector<std::string>& files) const;
 
   bool has(const std::string& key) const;
   // The keys present in this section, in file order.
