@@ -110,8 +110,8 @@ std::map<std::string, torch::Tensor> read_safetensors(const std::string& path) {
                 shape_text(shape) + " (" + std::to_string(count * bytes) + " expected)");
     torch::Tensor raw = torch::empty(shape, torch::TensorOptions().dtype(type));
     in.seekg(static_cast<std::streamoff>(8 + header_length + begin));
-    if (count > 0 && !in.read(static_cast<char*>(raw.data_ptr()),
-                              static_cast<std::streamsize>(end - begin)))
+    if (count > 0 &&
+        !in.read(static_cast<char*>(raw.data_ptr()), static_cast<std::streamsize>(end - begin)))
       throw bad("cannot read its data");
     tensors[name] = raw.to(torch::kFloat);
   }
@@ -127,8 +127,9 @@ Checkpoint read_checkpoint(const std::string& folder) {
   if (!fs::is_directory(folder)) throw std::runtime_error(folder + ": not a folder");
   for (const auto& file : {config, weights})
     if (!fs::exists(file))
-      throw std::runtime_error(file + ": no such file (a checkpoint folder holds config.json and "
-                                      "model.safetensors)");
+      throw std::runtime_error(file +
+                               ": no such file (a checkpoint folder holds config.json and "
+                               "model.safetensors)");
   try {
     const YAML::Node root = YAML::LoadFile(config);
     if (!root.IsMap()) throw std::runtime_error(config + ": not a JSON object");
@@ -161,8 +162,8 @@ long Checkpoint::integer(std::initializer_list<const char*> keys) const {
   } catch (const std::exception&) {
   }
   if (used != value.size() || value.empty())
-    throw std::runtime_error(folder + "/config.json: " + *keys.begin() + ": expected an integer, got '" +
-                             value + "'");
+    throw std::runtime_error(folder + "/config.json: " + *keys.begin() +
+                             ": expected an integer, got '" + value + "'");
   return result;
 }
 
@@ -175,8 +176,8 @@ double Checkpoint::number(std::initializer_list<const char*> keys) const {
   } catch (const std::exception&) {
   }
   if (used != value.size() || value.empty())
-    throw std::runtime_error(folder + "/config.json: " + *keys.begin() + ": expected a number, got '" +
-                             value + "'");
+    throw std::runtime_error(folder + "/config.json: " + *keys.begin() +
+                             ": expected a number, got '" + value + "'");
   return result;
 }
 

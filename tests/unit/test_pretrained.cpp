@@ -34,8 +34,9 @@ struct Setup {
       std::exit(77);
     }
     fixtures = test::temp_dir("pretrained");
-    const auto made = test::run_command(kPython + " " + INDUCT_SOURCE_DIR +
-                                        "/tests/fixtures/pretrained/make_checkpoints.py " + fixtures);
+    const auto made =
+        test::run_command(kPython + " " + INDUCT_SOURCE_DIR +
+                          "/tests/fixtures/pretrained/make_checkpoints.py " + fixtures);
     if (made.exit_code != 0) {
       std::cerr << "make_checkpoints.py failed:\n" << made.output;
       std::exit(1);
@@ -81,9 +82,9 @@ BOOST_DATA_TEST_CASE(checkpoint_gives_the_reference_logits,
   }
   model->eval();
   const auto tokens = read_raw(folder + "/tokens.bin", torch::kLong, {2, kLength});
-  const auto expected = read_raw(folder + "/logits.bin", torch::kFloat,
-                                 {2, kLength, kCheckpointVocab})
-                            .narrow(2, 0, kVocab);
+  const auto expected =
+      read_raw(folder + "/logits.bin", torch::kFloat, {2, kLength, kCheckpointVocab})
+          .narrow(2, 0, kVocab);
   torch::NoGradGuard no_grad;
   const auto logits = model->forward(tokens);
   const double error = ((logits - expected).abs().max() / expected.abs().max()).item<double>();
@@ -104,7 +105,10 @@ BOOST_AUTO_TEST_CASE(shape_from_the_checkpoint_and_frozen_layers) {
              second = params["blocks.1.attn.qkv.weight"].clone();
   FlatAdam optimizer(model->parameters(), 1e-2);
   torch::manual_seed(5);
-  model->forward(torch::randint(0, kVocab - 2, {2, kLength}, torch::kLong)).pow(2).mean().backward();
+  model->forward(torch::randint(0, kVocab - 2, {2, kLength}, torch::kLong))
+      .pow(2)
+      .mean()
+      .backward();
   optimizer.step();
   params = model->named_parameters();
   BOOST_TEST(params["blocks.0.attn.qkv.weight"].equal(first));
@@ -118,16 +122,16 @@ BOOST_AUTO_TEST_CASE(shape_from_the_checkpoint_and_frozen_layers) {
 }
 
 // Each broken folder is refused naming the file and the reason, in one line.
-BOOST_DATA_TEST_CASE(broken_checkpoints_are_refused,
-                     bdata::make(std::vector<std::string>{
-                         "truncated", "not_safetensors", "huge_header", "bad_config",
-                         "wrong_shape", "not_pythia", "missing_tensor", "int_dtype", "absent"}) ^
-                         bdata::make(std::vector<std::string>{
-                             "outside the", "the header is not", "not a safetensors file",
-                             "config.json: not JSON", "has shape [64, 32], the model needs [96, 32]"
-                             , "not Pythia's block", "no tensor 'gpt_neox.layers.1.mlp",
-                             "dtype I64 is not read", "no such folder"}),
-                     name, expected) {
+BOOST_DATA_TEST_CASE(
+    broken_checkpoints_are_refused,
+    bdata::make(std::vector<std::string>{"truncated", "not_safetensors", "huge_header",
+                                         "bad_config", "wrong_shape", "not_pythia",
+                                         "missing_tensor", "int_dtype", "absent"}) ^
+        bdata::make(std::vector<std::string>{
+            "outside the", "the header is not", "not a safetensors file", "config.json: not JSON",
+            "has shape [64, 32], the model needs [96, 32]", "not Pythia's block",
+            "no tensor 'gpt_neox.layers.1.mlp", "dtype I64 is not read", "no such folder"}),
+    name, expected) {
   std::string message;
   try {
     make("{name: pythia, pretrained: '" + fixtures + "/" + name + "'}");

@@ -132,7 +132,8 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
 void register_components(induct::Registrar& r) {
   r.add_model("mamba",
               "Mamba (layers=6, d_model=256, expand=2, d_state=64, d_conv=4, dt_rank=16, "
-              "tie_embeddings=true)",
+              "tie_embeddings=true; pretrained: a mamba_ssm or Hugging Face checkpoint folder, "
+              "freeze_layers)",
               make);
 }
 

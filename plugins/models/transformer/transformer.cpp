@@ -237,7 +237,8 @@ void register_components(induct::Registrar& r) {
       make_llama);
   r.add_model(
       "pythia",
-      "Pythia / GPT-NeoX transformer (layers=6, d_model=256, heads=4, d_ff=1024, rotary_pct=0.25)",
+      "Pythia / GPT-NeoX transformer (layers=6, d_model=256, heads=4, d_ff=1024, rotary_pct=0.25; "
+      "pretrained: a Hugging Face checkpoint folder, freeze_layers)",
       make_pythia);
 }
 
