@@ -130,10 +130,17 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   // As saved: each parameter must be drawn anew, or every seed would train the same start.
   std::map<std::string, torch::Tensor> saved;
   for (const auto& p : module.named_parameters(true)) saved[p.name] = p.value.detach().clone();
-  {
+  try {
     torch::NoGradGuard no_grad;
     module.run_method("reset_parameters", ctx.vocab_size, ctx.max_length,
                       static_cast<int64_t>(ctx.seed & 0x7fffffffffffffffULL));
+  } catch (const c10::Error& e) {
+    // The interpreter's message, whose last line says what failed.
+    std::string message = e.what_without_backtrace();
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    ctx.options.fail("file", "reset_parameters(" + std::to_string(ctx.vocab_size) + ", " +
+                                 std::to_string(ctx.max_length) + ", seed) failed: " +
+                                 message.substr(message.rfind('\n') + 1));
   }
   for (const auto& p : module.named_parameters(true)) {
     const auto before = saved.find(p.name);
