@@ -134,9 +134,11 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
     torch::NoGradGuard no_grad;
     module.run_method("reset_parameters", ctx.vocab_size, ctx.max_length,
                       static_cast<int64_t>(ctx.seed & 0x7fffffffffffffffULL));
-  } catch (const c10::Error& e) {
-    // The interpreter's message, whose last line says what failed.
-    std::string message = e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    // The interpreter's message (a torch::jit::JITException for a raise in the module), whose
+    // last line says what failed.
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    std::string message = error ? error->what_without_backtrace() : e.what();
     while (!message.empty() && message.back() == '\n') message.pop_back();
     ctx.options.fail("file", "reset_parameters(" + std::to_string(ctx.vocab_size) + ", " +
                                  std::to_string(ctx.max_length) + ", seed) failed: " +
