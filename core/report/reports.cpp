@@ -7,6 +7,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "options_yaml.hpp"
@@ -179,8 +180,14 @@ std::string model_legend(const YAML::Node& model) {
 
 std::string model_legend(const YAML::Node& model, const std::string& row_model) {
   const size_t open = row_model.find('(');
-  return open == std::string::npos ? model_legend(model)
-                                   : model_legend(model) + " " + row_model.substr(open);
+  if (open == std::string::npos) return model_legend(model);
+  // The row's distinguishing options, less the file the legend already names.
+  std::string options;
+  std::stringstream list(row_model.substr(open + 1, row_model.size() - open - 2));
+  for (std::string option; std::getline(list, option, ',');)
+    if (!(model["file"] && option.rfind("file=", 0) == 0))
+      options += (options.empty() ? "" : ",") + option;
+  return options.empty() ? model_legend(model) : model_legend(model) + " (" + options + ")";
 }
 
 std::string reference_legend(const ReportContext& report) {

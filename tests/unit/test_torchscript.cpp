@@ -176,18 +176,17 @@ BOOST_AUTO_TEST_CASE(training_is_deterministic_per_seed) {
 }
 
 // Each broken file is refused with a message that says what is wrong.
-BOOST_DATA_TEST_CASE(broken_files_are_refused,
-                     bdata::make(std::vector<std::string>{
-                         "not_torchscript", "state_dict", "newer_version", "no_reset",
-                         "wrong_signature", "wrong_shape", "not_causal", "returns_tuple",
-                         "keeps_weights", "reset_fails"}) ^
-                         bdata::make(std::vector<std::string>{
-                             "not a TorchScript file", "not a TorchScript file", "cannot read (",
-                             "has no method reset_parameters", "reset_parameters has the signature",
-                             "forward returned logits of shape [2, 12]", "not causal",
-                             "not a Tensor of logits", "left the parameter 'middle.weight'",
-                             "reset_parameters(12, 10, seed) failed: "}),
-                     name, expected) {
+BOOST_DATA_TEST_CASE(
+    broken_files_are_refused,
+    bdata::make(std::vector<std::string>{"not_torchscript", "state_dict", "newer_version",
+                                         "no_reset", "wrong_signature", "wrong_shape", "not_causal",
+                                         "returns_tuple", "keeps_weights", "reset_fails"}) ^
+        bdata::make(std::vector<std::string>{
+            "not a TorchScript file", "not a TorchScript file", "cannot read (",
+            "has no method reset_parameters", "reset_parameters has the signature",
+            "forward returned logits of shape [2, 12]", "not causal", "not a Tensor of logits",
+            "left the parameter 'middle.weight'", "reset_parameters(12, 10, seed) failed: "}),
+    name, expected) {
   const std::string message = refusal(name);
   BOOST_TEST(message.find(expected) != std::string::npos, name << ": " << message);
   BOOST_TEST(message.find('\n') == std::string::npos, name << ": " << message);

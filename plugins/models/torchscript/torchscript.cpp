@@ -141,8 +141,8 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
     std::string message = error ? error->what_without_backtrace() : e.what();
     while (!message.empty() && message.back() == '\n') message.pop_back();
     ctx.options.fail("file", "reset_parameters(" + std::to_string(ctx.vocab_size) + ", " +
-                                 std::to_string(ctx.max_length) + ", seed) failed: " +
-                                 message.substr(message.rfind('\n') + 1));
+                                 std::to_string(ctx.max_length) +
+                                 ", seed) failed: " + message.substr(message.rfind('\n') + 1));
   }
   for (const auto& p : module.named_parameters(true)) {
     const auto before = saved.find(p.name);
