@@ -260,3 +260,19 @@ BOOST_AUTO_TEST_CASE(nstar_and_probe_studies_run_on_a_scripted_model) {
   for (const char* hook : {"embed", "block.0", "block.1", "norm"})
     BOOST_TEST(probe.find(hook) != std::string::npos, hook << " not in\n" << probe);
 }
+
+// A checkpoint of a scripted model loads into another build of it (another seed) and the
+// scripted forward then computes with the loaded weights: the host's parameters are the
+// module's own tensors.
+BOOST_AUTO_TEST_CASE(checkpoints_round_trip_through_the_scripted_module) {
+  auto a = make(model_options("transformer"), 1), b = make(model_options("transformer"), 2);
+  a->eval();
+  b->eval();
+  torch::NoGradGuard no_grad;
+  const auto expected = a->forward(tokens());
+  BOOST_TEST(!b->forward(tokens()).equal(expected));
+  const std::string path = test::temp_dir("torchscript-checkpoint") + "/model.pt";
+  save_checkpoint(*a, path);
+  load_checkpoint(*b, path);
+  BOOST_TEST(b->forward(tokens()).equal(expected));
+}
