@@ -8,7 +8,9 @@
 #include <array>
 #include <boost/test/unit_test.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -80,6 +82,25 @@ inline std::string read(const std::string& path) {
 inline std::string temp_dir(const std::string& name) {
   std::string dir = "/tmp/induct-test-" + name + "-" + std::to_string(::getpid());
   run_command("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+  return dir;
+}
+
+// The fixtures a Python script under the source tree (e.g. "tests/fixtures/pretrained/
+// make_checkpoints.py") writes with Debian's python3-torch into a fresh temporary folder, which
+// is returned. Without /usr/bin/python3 and its torch the test binary exits 77 (ctest: skipped,
+// never passed); a script that fails exits 1 with its output.
+inline std::string python_fixtures(const std::string& script, const std::string& name) {
+  const std::string python = "/usr/bin/python3";
+  if (run_command(python + " -c 'import torch'").exit_code != 0) {
+    std::cout << "SKIPPED: " << python << " cannot import torch (install python3-torch)\n";
+    std::exit(77);
+  }
+  const std::string dir = temp_dir(name);
+  const auto made = run_command(python + " " + INDUCT_SOURCE_DIR + "/" + script + " " + dir);
+  if (made.exit_code != 0) {
+    std::cerr << script << " failed:\n" << made.output;
+    std::exit(1);
+  }
   return dir;
 }
 

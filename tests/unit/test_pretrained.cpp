@@ -23,24 +23,12 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-const std::string kPython = "/usr/bin/python3";
 std::string fixtures;
 
 struct Setup {
   Setup() {
     configure_process(1);
-    if (test::run_command(kPython + " -c 'import torch'").exit_code != 0) {
-      std::cout << "SKIPPED: " << kPython << " cannot import torch (install python3-torch)\n";
-      std::exit(77);
-    }
-    fixtures = test::temp_dir("pretrained");
-    const auto made =
-        test::run_command(kPython + " " + INDUCT_SOURCE_DIR +
-                          "/tests/fixtures/pretrained/make_checkpoints.py " + fixtures);
-    if (made.exit_code != 0) {
-      std::cerr << "make_checkpoints.py failed:\n" << made.output;
-      std::exit(1);
-    }
+    fixtures = test::python_fixtures("tests/fixtures/pretrained/make_checkpoints.py", "pretrained");
   }
 };
 BOOST_TEST_GLOBAL_FIXTURE(Setup);

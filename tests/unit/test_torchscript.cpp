@@ -22,25 +22,13 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-const std::string kPython = "/usr/bin/python3";
-
 // The fixture files, written once per test binary.
 std::string fixtures;
 
 struct Setup {
   Setup() {
     configure_process(1);
-    if (test::run_command(kPython + " -c 'import torch'").exit_code != 0) {
-      std::cout << "SKIPPED: " << kPython << " cannot import torch (install python3-torch)\n";
-      std::exit(77);
-    }
-    fixtures = test::temp_dir("torchscript");
-    const auto made = test::run_command(kPython + " " + INDUCT_SOURCE_DIR +
-                                        "/tests/fixtures/torchscript/make_fixtures.py " + fixtures);
-    if (made.exit_code != 0) {
-      std::cerr << "make_fixtures.py failed:\n" << made.output;
-      std::exit(1);
-    }
+    fixtures = test::python_fixtures("tests/fixtures/torchscript/make_fixtures.py", "torchscript");
   }
 };
 BOOST_TEST_GLOBAL_FIXTURE(Setup);
