@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
       (d.stop >= 0 ? right_failures : ran_on) += 1;
     }
     if (!quiet) {
-      std::string cell = component_label(t.spec.cell.model) + " " + t.spec.cell.format + " " +
-                         component_label(t.spec.cell.task) + " " + t.spec.cell.distribution +
+      std::string cell = component_label(t.spec.cell.model) + " " + t.spec.cell.format_label() +
+                         " " + component_label(t.spec.cell.task) + " " + t.spec.cell.distribution +
                          " L=" + std::to_string(t.spec.cell.L);
       std::printf("%-58s %7llu %6.0e %5llu  %-22s %-22s %s\n", cell.c_str(),
                   static_cast<unsigned long long>(t.spec.n), t.spec.lr,

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "induct/format.hpp"
 #include "induct/task.hpp"
+#include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 
 namespace induct::test {
@@ -42,6 +44,14 @@ inline PluginRegistry& plugins() {
     return r;
   }();
   return *registry;
+}
+
+// A format of the build's plugins from its section's text ("name: outcome"), its keys checked.
+inline std::shared_ptr<Format> format(const std::string& section) {
+  const Options options = yaml::load_string(section, "format.yaml");
+  auto made = plugins().make_format(options.require<std::string>("name"), FormatContext{options});
+  options.reject_unknown_keys("format");
+  return made;
 }
 
 struct CommandResult {

@@ -6,7 +6,6 @@
 #include <functional>
 #include <set>
 
-#include "format/format.hpp"
 #include "options_yaml.hpp"
 
 namespace induct {
@@ -52,7 +51,15 @@ CellSpec read_cell(const Options& root, const CellKeys& keys) {
   cell.model = root.section("model");
   cell.model_name = cell.model.require<std::string>("name");
   Options data = root.section("data");
-  cell.format = one_of(data, "format", "", format_names());
+  // `format: outcome`, or a section with its options: `format: {name: code_trace, every: 4}`.
+  if (const YAML::Node raw = yaml::raw(data)["format"]; raw && raw.IsMap()) {
+    cell.format = data.section("format");
+  } else {
+    YAML::Node named(YAML::NodeType::Map);
+    named["name"] = data.require<std::string>("format");
+    cell.format = yaml::from_node(named, data.where("format"));
+  }
+  cell.format_name = cell.format.require<std::string>("name");
   if (keys.distribution_and_L) {
     cell.distribution = one_of(data, "distribution", "", distribution_names());
     cell.L = read_L(data);

@@ -43,8 +43,10 @@ struct CellSpec {
   Options root;   // that document
   Options task;   // its `task:` section; the task plugin reads its keys from it
   Options model;  // its `model:` section
-  std::string task_name, model_name;
-  std::string format;
+  // Its `data.format` (a format's name, or a section with its name and options); the format
+  // plugin reads its options from it.
+  Options format;
+  std::string task_name, model_name, format_name;
   std::string distribution;  // empty when the study sets it (CellKeys::distribution_and_L)
   int L = 0;                 // 0 then
   ValidationPolicy validation;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "induct/format.hpp"
 #include "induct/model.hpp"
 #include "induct/task.hpp"
 
@@ -176,9 +177,17 @@ void PluginRegistry::load_all(const std::vector<std::string>& paths) {
   }
 }
 
+std::map<std::string, PluginRegistry::Entry>& PluginRegistry::table(const std::string& kind) {
+  return kind == "model" ? models_ : kind == "task" ? tasks_ : formats_;
+}
+
+const std::map<std::string, PluginRegistry::Entry>& PluginRegistry::table(
+    const std::string& kind) const {
+  return kind == "model" ? models_ : kind == "task" ? tasks_ : formats_;
+}
+
 void PluginRegistry::add(Entry entry) {
-  auto& table = entry.info.kind == "model" ? models_ : tasks_;
-  table.emplace(entry.info.name, std::move(entry));
+  table(entry.info.kind).emplace(entry.info.name, std::move(entry));
 }
 
 namespace {
@@ -207,6 +216,15 @@ void PluginRegistry::add_task(const std::string& name, const std::string& descri
   stage(std::move(entry), has_factory);
 }
 
+void PluginRegistry::add_format(const std::string& name, const std::string& description,
+                                FormatFactory factory) {
+  Entry entry;
+  entry.info = {"format", name, description, {}, {}, {}};
+  const bool has_factory = static_cast<bool>(factory);
+  entry.format = std::move(factory);
+  stage(std::move(entry), has_factory);
+}
+
 void PluginRegistry::stage(Entry entry, bool has_factory) {
   const std::string& kind = entry.info.kind;
   const std::string& name = entry.info.name;
@@ -230,17 +248,17 @@ std::vector<ComponentInfo> PluginRegistry::components() const {
   std::vector<ComponentInfo> out;
   for (const auto& [name, entry] : models_) out.push_back(entry.info);
   for (const auto& [name, entry] : tasks_) out.push_back(entry.info);
+  for (const auto& [name, entry] : formats_) out.push_back(entry.info);
   return out;
 }
 
 const ComponentInfo* PluginRegistry::find(const std::string& kind, const std::string& name) const {
-  return lookup(kind == "model" ? models_ : tasks_, name);
+  return lookup(table(kind), name);
 }
 
 std::string PluginRegistry::available(const std::string& kind) const {
   std::string names;
-  for (const auto& [name, entry] : kind == "model" ? models_ : tasks_)
-    names += (names.empty() ? "" : ", ") + name;
+  for (const auto& [name, entry] : table(kind)) names += (names.empty() ? "" : ", ") + name;
   return names.empty() ? "none" : names;
 }
 
@@ -283,6 +301,10 @@ auto call_plugin(const ComponentInfo& info, Make make) {
 
 }  // namespace
 
+std::string PluginRegistry::unknown(const std::string& kind, const std::string& name) const {
+  return unknown_message(kind, name, available(kind), problems_);
+}
+
 std::shared_ptr<SequenceModel> PluginRegistry::make_model(const std::string& name,
                                                           const ModelContext& ctx) const {
   auto found = models_.find(name);
@@ -305,6 +327,17 @@ std::shared_ptr<Task> PluginRegistry::make_task(const std::string& name,
   std::unique_ptr<Task> made = call_plugin(entry.info, [&] { return entry.task(ctx); });
   auto library = entry.library;
   return std::shared_ptr<Task>(made.release(), [library](Task* task) { delete task; });
+}
+
+std::shared_ptr<Format> PluginRegistry::make_format(const std::string& name,
+                                                    const FormatContext& ctx) const {
+  auto found = formats_.find(name);
+  if (found == formats_.end())
+    throw PluginError(unknown_message("format", name, available("format"), problems_));
+  const Entry& entry = found->second;
+  std::unique_ptr<Format> made = call_plugin(entry.info, [&] { return entry.format(ctx); });
+  auto library = entry.library;
+  return std::shared_ptr<Format>(made.release(), [library](Format* format) { delete format; });
 }
 
 std::vector<std::string> plugin_search_path(const std::vector<std::string>& given) {

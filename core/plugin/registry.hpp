@@ -1,4 +1,4 @@
-// The one registry of models and tasks, filled by loading plugin libraries (Boost.DLL).
+// The one registry of models, tasks and formats, filled by loading plugin libraries (Boost.DLL).
 #pragma once
 
 #include <filesystem>
@@ -24,7 +24,7 @@ class PluginError : public std::runtime_error {
 };
 
 struct ComponentInfo {
-  std::string kind;  // "model" or "task"
+  std::string kind;  // "model", "task" or "format"
   std::string name;
   std::string description;
   std::string library;  // the file it came from
@@ -55,28 +55,34 @@ class PluginRegistry final : public Registrar {
   void load_all(const std::vector<std::string>& paths);
   const std::vector<LoadProblem>& problems() const { return problems_; }
 
-  std::vector<ComponentInfo> components() const;  // models, then tasks, by name
+  std::vector<ComponentInfo> components() const;  // models, then tasks, then formats, by name
   const ComponentInfo* find(const std::string& kind, const std::string& name) const;
   // The names of one kind, for "unknown model 'x' (available: ...)" messages.
   std::string available(const std::string& kind) const;
+  // "unknown format 'x' (available formats: ...)", with the refused libraries if any.
+  std::string unknown(const std::string& kind, const std::string& name) const;
 
   // Build a component. Unknown names throw PluginError listing the available ones; errors
   // thrown by the plugin are rethrown with the plugin's name (ConfigErrors stay ConfigErrors).
   // The objects keep their library loaded for as long as they live.
   std::shared_ptr<SequenceModel> make_model(const std::string& name, const ModelContext& ctx) const;
   std::shared_ptr<Task> make_task(const std::string& name, const TaskContext& ctx) const;
+  std::shared_ptr<Format> make_format(const std::string& name, const FormatContext& ctx) const;
 
   // Registrar, called by plugins during load().
   void add_model(const std::string& name, const std::string& description,
                  ModelFactory factory) override;
   void add_task(const std::string& name, const std::string& description,
                 TaskFactory factory) override;
+  void add_format(const std::string& name, const std::string& description,
+                  FormatFactory factory) override;
 
  private:
   struct Entry {
     ComponentInfo info;
     ModelFactory model;
     TaskFactory task;
+    FormatFactory format;
     std::shared_ptr<boost::dll::shared_library> library;
   };
   void add(Entry entry);
@@ -84,7 +90,9 @@ class PluginRegistry final : public Registrar {
 
   std::vector<std::shared_ptr<boost::dll::shared_library>> libraries_;  // never unloaded
   std::vector<std::string> loaded_files_;
-  std::map<std::string, Entry> models_, tasks_;
+  std::map<std::string, Entry> models_, tasks_, formats_;
+  std::map<std::string, Entry>& table(const std::string& kind);
+  const std::map<std::string, Entry>& table(const std::string& kind) const;
   std::vector<LoadProblem> problems_;
   // During a load(): the library being registered and what it registered so far.
   struct Loading {

@@ -308,7 +308,7 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
     q.text(1, cell_key(cell));
     task = cell.task;
     model = cell.model;
-    q.text(6, cell.format).text(7, cell.distribution).integer(8, cell.L);
+    q.text(6, cell.format_label()).text(7, cell.distribution).integer(8, cell.L);
   } else if (value["task"] && value["model"]) {  // sharing: a base cell over lengths
     task = value["task"];
     model = value["model"];
@@ -534,7 +534,7 @@ void Store::put_row(const std::string& study, const TrialSpec& spec, const Trial
       .text(3, study)
       .text(4, spec.cell.task_name())
       .text(5, spec.cell.model_name())
-      .text(6, spec.cell.format)
+      .text(6, spec.cell.format_label())
       .text(7, spec.cell.distribution)
       .integer(8, spec.cell.L)
       .integer(9, static_cast<int64_t>(spec.n))

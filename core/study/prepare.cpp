@@ -25,11 +25,32 @@ std::string PreparedCell::key() const {
 PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, int max_actions) {
   PreparedCell prepared;
   auto task = make_task_checked(registry, spec.task);
-  CellData data = make_cell_data(task, spec.task_name, spec.format, spec.distribution, spec.L,
+  if (!registry.find("format", spec.format_name)) {  // located at the name, not a plugin error
+    const std::string message = registry.unknown("format", spec.format_name);
+    const Options data = spec.root.section("data");
+    if (yaml::raw(data)["format"].IsMap()) spec.format.fail("name", message);
+    data.fail("format", message);
+  }
+  auto format = make_format_checked(registry, spec.format);
+  CellData data = make_cell_data(task, spec.task_name, format, spec.distribution, spec.L,
                                  spec.validation, spec.n_cap);
+  {
+    // Once per (plugin, resolved options, task, longest length).
+    static std::set<std::string> checked;
+    const ComponentInfo* info = registry.find("format", spec.format_name);
+    const int longest = max_actions > 0 ? max_actions : spec.L;
+    const std::string who = "format '" + spec.format_name + "' (" + info->library + ")";
+    const std::string key = who + flow(yaml::resolved(spec.format)) + " " +
+                            flow(yaml::resolved(spec.task)) + " " + std::to_string(longest);
+    if (!checked.count(key)) {
+      check_format(data, longest, who);
+      checked.insert(key);
+    }
+  }
   prepared.num_actions = data.vocab.actions;
   prepared.num_states = data.vocab.states;
   prepared.vocab_size = data.vocab.size();
+  prepared.action_positions = data.format->action_position(1, 0) >= 0;
   prepared.max_length = data.format->sequence_length(max_actions > 0 ? max_actions : spec.L);
   // Built on the CPU only to resolve its options and check its output shape.
   auto model = make_model_checked(registry, spec.model,
@@ -56,13 +77,15 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
   Cell& cell = prepared.cell;
   cell.task = yaml::resolved(spec.task);
   cell.model = yaml::resolved(spec.model);
-  cell.format = spec.format;
+  cell.format = yaml::resolved(spec.format);
+  if (cell.format.size() == 1) cell.format = YAML::Node(spec.format_name);  // its name alone
   cell.distribution = spec.distribution;
   cell.L = spec.L;
   cell.validation = spec.validation;
   cell.n_cap = spec.n_cap;
   const ComponentInfo* task_info = registry.find("task", spec.task_name);
   const ComponentInfo* model_info = registry.find("model", spec.model_name);
+  const ComponentInfo* format_info = registry.find("format", spec.format_name);
   // Part of every trial's key: a new version of the data sets, of a plugin or of the SDK's
   // numerics (the shared blocks the models use) is a new trial, never a silent reuse of results
   // it might not reproduce.
@@ -70,6 +93,10 @@ PreparedCell prepare_cell(const CellSpec& spec, const PluginRegistry& registry, 
                              " sdk=" INDUCT_SDK_NUMERICS_VERSION " task:" + spec.task_name + "=" +
                              task_info->plugin_version + " model:" + spec.model_name + "=" +
                              model_info->plugin_version;
+  // A format plugin at 1.0.0 adds nothing: the keys made before formats were plugins (the
+  // in-tree formats, 1.0.0) stay the keys of the same trials (docs/store.md, "Trial keys").
+  if (format_info->plugin_version != "1.0.0")
+    prepared.plugin_versions += " format:" + spec.format_name + "=" + format_info->plugin_version;
   prepared.label = cell_label(cell);
   return prepared;
 }
@@ -199,9 +226,9 @@ std::string step_shape(const StudyConfig& study, const PreparedCell& cell,
   }
   mean /= static_cast<double>(std::max<size_t>(split.train.size(), 1));
   const long bucket = std::lround(std::log(std::max(mean, 1.0)) / std::log(1.1));
-  return yaml::flow(cell.cell.model) + " " + cell.cell.format + " " + cell.cell.distribution +
-         " N=" + std::to_string(n) + " lengths " + std::to_string(bucket) + "/" +
-         std::to_string(longest);
+  return yaml::flow(cell.cell.model) + " " + cell.cell.format_label() + " " +
+         cell.cell.distribution + " N=" + std::to_string(n) + " lengths " + std::to_string(bucket) +
+         "/" + std::to_string(longest);
 }
 
 StepRate measure_step_rate(const StudyConfig& study, const PreparedCell& cell,

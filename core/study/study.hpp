@@ -28,7 +28,8 @@ struct PreparedCell {
   int64_t vocab_size = 0;
   int64_t max_length = 0;  // tokens
   int64_t parameters = 0;
-  uint64_t n = 0;  // kinds that read N (CellKeys::n): N (0: N_max)
+  bool action_positions = false;  // the format says where each action's token is (probe)
+  uint64_t n = 0;                 // kinds that read N (CellKeys::n): N (0: N_max)
   DataPlan plan;
   std::string plugin_versions;
   std::string key() const;  // hash of the resolved cell and plugin versions

@@ -5,6 +5,7 @@
 #include <torch/utils.h>
 
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "data/language.hpp"
@@ -91,6 +92,107 @@ std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Op
   return task;
 }
 
+std::shared_ptr<const Format> make_format_checked(const PluginRegistry& registry,
+                                                  const Options& section) {
+  const auto name = section.require<std::string>("name");
+  auto format = registry.make_format(name, FormatContext{section});
+  section.reject_unknown_keys("format '" + name + "'");
+  return format;
+}
+
+Options format_section(const YAML::Node& format) {
+  if (format.IsMap()) return yaml::from_node(format, "<trial format>");
+  YAML::Node named(YAML::NodeType::Map);
+  named["name"] = format;
+  return yaml::from_node(named, "<trial format>");
+}
+
+void check_format(const CellData& cell, int longest, const std::string& who) {
+  const Format& format = *cell.format;
+  const Vocabulary& vocab = cell.vocab;
+  if (format.extra_tokens() < 0 || format.extra_tokens() > 1'000'000)
+    throw PluginError(who + ": extra_tokens is " + std::to_string(format.extra_tokens()) +
+                      " (0..1000000)");
+  std::vector<int> lengths;
+  for (int n = 1; n <= std::min(longest, 64); ++n) lengths.push_back(n);
+  for (int n : {longest / 2, longest - 1, longest})
+    if (n > 64) lengths.push_back(n);
+  int64_t previous = 0;
+  std::vector<int32_t> actions, states;
+  std::vector<int64_t> tokens, targets;
+  for (int n : lengths) {
+    const auto fail = [&](const std::string& what) {
+      throw PluginError(who + ": at " + std::to_string(n) + " action" + (n == 1 ? "" : "s") + ", " +
+                        what);
+    };
+    // A valid sequence: the first allowed action in each state, cycling through the actions.
+    actions.assign(static_cast<size_t>(n), 0);
+    states.assign(static_cast<size_t>(n), 0);
+    int64_t s = cell.transitions->initial_state();
+    for (int k = 0; k < n; ++k) {
+      int64_t a = k % vocab.actions, tries = 0;
+      while (!cell.transitions->allows(s, a) && tries++ < vocab.actions)
+        a = (a + 1) % vocab.actions;
+      if (!cell.transitions->allows(s, a)) return;  // a dead end: no longer sequence to try
+      actions[k] = static_cast<int32_t>(a);
+      s = cell.transitions->step(s, a);
+      states[k] = static_cast<int32_t>(s);
+    }
+    const int64_t length = format.sequence_length(n);
+    if (length < 1 || length > 64 * int64_t{n} + 4096)
+      fail("sequence_length is " + std::to_string(length));
+    if (length < previous)
+      fail("sequence_length is " + std::to_string(length) + ", shorter than " +
+           std::to_string(previous) + " for one action fewer");
+    previous = length;
+    constexpr int64_t kUnwritten = std::numeric_limits<int64_t>::min();
+    tokens.assign(static_cast<size_t>(length) + 8, kUnwritten);
+    targets.assign(tokens.size(), kUnwritten);
+    format.encode(actions.data(), states.data(), n, vocab, tokens.data(), targets.data());
+    for (int64_t t = 0; t < length + 8; ++t) {
+      const bool inside = t < length;
+      if (!inside && (tokens[t] != kUnwritten || targets[t] != kUnwritten))
+        fail("encode wrote past sequence_length (" + std::to_string(length) + ") at position " +
+             std::to_string(t));
+      if (!inside) continue;
+      if (tokens[t] < 0 || tokens[t] >= vocab.size())
+        fail(tokens[t] == kUnwritten
+                 ? "encode left token " + std::to_string(t) + " unwritten"
+                 : "token " + std::to_string(t) + " is " + std::to_string(tokens[t]) +
+                       ", outside the vocabulary 0.." + std::to_string(vocab.size() - 1));
+      if (targets[t] != kNoTarget && (targets[t] < 0 || targets[t] >= vocab.size()))
+        fail(targets[t] == kUnwritten
+                 ? "encode left target " + std::to_string(t) + " unwritten"
+                 : "target " + std::to_string(t) + " is " + std::to_string(targets[t]) +
+                       ", neither kNoTarget nor a token");
+    }
+    const int64_t final = format.final_position(n);
+    if (final < 0 || final >= length)
+      fail("final_position is " + std::to_string(final) + ", outside the sequence of " +
+           std::to_string(length) + " tokens");
+    if (targets[final] != vocab.state_token(states[n - 1]))
+      fail("the target at final_position " + std::to_string(final) + " is " +
+           std::to_string(targets[final]) + ", not the final state's token " +
+           std::to_string(vocab.state_token(states[n - 1])));
+    const int64_t prompt = format.prompt_length(n);
+    if (prompt < 1 || prompt > length)
+      fail("prompt_length is " + std::to_string(prompt) + ", outside 1.." + std::to_string(length));
+    if (prompt < length && final < prompt - 1)
+      fail("final_position " + std::to_string(final) + " lies inside the prompt of " +
+           std::to_string(prompt) + " tokens (the model writes the answer after it)");
+    int64_t last = -1;
+    const bool positions = format.action_position(n, 0) >= 0;
+    for (int k = 0; k < n; ++k) {
+      const int64_t at = format.action_position(n, k);
+      if (!positions && at == -1) continue;
+      if (at <= last || at >= length || tokens[at] != vocab.action_token(actions[k]))
+        fail("action_position(" + std::to_string(k) + ") is " + std::to_string(at) +
+             ", not the position of that action's token after position " + std::to_string(last));
+      last = at;
+    }
+  }
+}
+
 std::string checkpoint_path(const std::string& checkpoint_dir, const std::string& key) {
   return (std::filesystem::path(checkpoint_dir) / (key + ".pt")).string();
 }
@@ -170,14 +272,15 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
 }
 
 CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& task_name,
-                        const std::string& format, const std::string& distribution, int L,
-                        const ValidationPolicy& validation, uint64_t n_cap) {
+                        std::shared_ptr<const Format> format, const std::string& distribution,
+                        int L, const ValidationPolicy& validation, uint64_t n_cap) {
   CellData cell;
   cell.task = task;
   cell.transitions = std::make_shared<Transitions>(task, task_name);
   cell.vocab.actions = cell.transitions->num_actions();
   cell.vocab.states = cell.transitions->num_states();
-  cell.format = &format_named(format);
+  cell.vocab.extras = format->extra_tokens();
+  cell.format = std::move(format);
   cell.data.num_actions = cell.vocab.actions;
   cell.data.language = Language::of(*cell.transitions, L, task_name);
   cell.data.distribution = &distribution_named(distribution);
@@ -189,7 +292,8 @@ CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& ta
 
 CellData make_cell_data(const PluginRegistry& registry, const Cell& cell) {
   auto task = make_task_checked(registry, yaml::from_node(cell.task, "<trial task>"));
-  return make_cell_data(task, cell.task_name(), cell.format, cell.distribution, cell.L,
+  auto format = make_format_checked(registry, format_section(cell.format));
+  return make_cell_data(task, cell.task_name(), std::move(format), cell.distribution, cell.L,
                         cell.validation, cell.n_cap);
 }
 

@@ -18,6 +18,11 @@ namespace induct {
 
 // The task of a `task:` section; rejects keys the plugin did not read.
 std::shared_ptr<Task> make_task_checked(const PluginRegistry& registry, const Options& section);
+// The format of a `format:` section (its name and options); rejects keys the plugin did not read.
+std::shared_ptr<const Format> make_format_checked(const PluginRegistry& registry,
+                                                  const Options& section);
+// A cell's resolved format (Cell::format: a name, or a map with its name) as a section.
+Options format_section(const YAML::Node& format);
 
 struct ModelShape {
   int64_t vocab_size = 0;
@@ -59,14 +64,21 @@ struct CellData {
   std::shared_ptr<Task> task;
   std::shared_ptr<Transitions> transitions;
   Vocabulary vocab;
-  const Format* format = nullptr;
+  std::shared_ptr<const Format> format;
   DataSpec data;
 };
 CellData make_cell_data(const PluginRegistry& registry, const Cell& cell);
-// The same from an unresolved task section (the coordinator's view).
+// The same from a task and format already made (the coordinator's view).
 CellData make_cell_data(const std::shared_ptr<Task>& task, const std::string& task_name,
-                        const std::string& format, const std::string& distribution, int L,
-                        const ValidationPolicy& validation, uint64_t n_cap);
+                        std::shared_ptr<const Format> format, const std::string& distribution,
+                        int L, const ValidationPolicy& validation, uint64_t n_cap);
+
+// Whether a format agrees with itself on sequences of 1..longest actions of the cell's task
+// (a few lengths past 64): encode() writes sequence_length(n) tokens, every token in the
+// vocabulary, every target kNoTarget or a token, the final state at final_position(n);
+// lengths never shrink; prompt_length(n) in [1, sequence_length(n)]; action positions all -1
+// or increasing inside the sequence. A PluginError naming `who` and the first disagreement.
+void check_format(const CellData& cell, int longest, const std::string& who);
 
 // The failure detector's plateau reference for a cell's trials (TrainSettings::plateau_level):
 // kTask, the chance loss over the cell's sequences (all of them where the space holds at most

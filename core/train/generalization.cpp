@@ -23,30 +23,36 @@ double normalized_accuracy(double accuracy, int64_t states) {
 
 namespace {
 
-// Greedy decoding of CoT: feed x_1..x_n SEP, then append the model's argmax n times.
-// Returns {token accuracy, final-state accuracy} summed over the set.
-std::pair<double, double> decode_greedily(SequenceModel& model, const ExampleSet& set, int n,
-                                          int64_t pad, int64_t batch_size, torch::Device device) {
+// Greedy decoding (a format whose model writes tokens itself, Format::prompt_length): feed the
+// prompt, then append the model's argmax at the last position until the sequence is whole.
+// Returns {token accuracy over the targets of the written positions, final-state accuracy},
+// summed over the set. Every example has n actions, so one layout of targets.
+std::pair<double, double> decode_greedily(SequenceModel& model, const ExampleSet& set,
+                                          const Format& format, int n, int64_t pad,
+                                          int64_t batch_size, torch::Device device) {
+  const int64_t width = format.sequence_length(n), prompt = format.prompt_length(n);
+  const int64_t final = format.final_position(n) - (prompt - 1);  // among the written positions
   double tokens_right = 0, finals_right = 0;
   std::vector<int64_t> order(set.size());
   std::iota(order.begin(), order.end(), int64_t{0});
   for (size_t start = 0; start < set.size(); start += batch_size) {
     const size_t count = std::min<size_t>(batch_size, set.size() - start);
-    // All examples have 2n tokens; the prompt is the first n + 1, the answers the targets
-    // from position n on.
     Batch all = make_batch(set, order.data() + start, count, pad);
-    auto answers = all.targets.narrow(1, n, n).to(device);      // [B, n]
-    auto sequence = all.tokens.narrow(1, 0, n + 1).to(device);  // [B, n + 1]
+    // The targets of positions prompt - 1 .. width - 1: what the model writes.
+    auto answers = all.targets.narrow(1, prompt - 1, width - prompt + 1).to(device);
+    auto sequence = all.tokens.narrow(1, 0, prompt).to(device);
     std::vector<torch::Tensor> generated;
-    for (int k = 0; k < n; ++k) {
+    for (int64_t t = prompt - 1; t < width; ++t) {
       auto next = model.forward(sequence).select(1, sequence.size(1) - 1).argmax(-1);  // [B]
       generated.push_back(next);
-      if (k + 1 < n) sequence = torch::cat({sequence, next.unsqueeze(1)}, 1);
+      if (t + 1 < width) sequence = torch::cat({sequence, next.unsqueeze(1)}, 1);
     }
-    auto predicted = torch::stack(generated, 1);  // [B, n]
-    auto right = predicted.eq(answers);
-    tokens_right += right.sum().item<double>() / n;
-    finals_right += right.select(1, n - 1).sum().item<double>();
+    auto predicted = torch::stack(generated, 1);
+    const auto scored = answers.ne(kNoTarget);
+    const double per_row = scored.select(0, 0).sum().item<double>();
+    auto right = predicted.eq(answers).logical_and(scored);
+    if (per_row > 0) tokens_right += right.sum().item<double>() / per_row;
+    finals_right += right.select(1, final).sum().item<double>();
   }
   return {tokens_right, finals_right};
 }
@@ -74,8 +80,9 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
     ExampleSet set(sequences, *cell.transitions, *cell.format, cell.vocab);
     EvalMetrics forced = evaluate(model, set, cell.vocab.pad(), batch_size, device);
     LengthMetrics m{n, forced.count, forced.loss, forced.token_accuracy, forced.final_accuracy};
-    if (cell.format->generates_states()) {
-      auto [tokens, finals] = decode_greedily(model, set, n, cell.vocab.pad(), batch_size, device);
+    if (generates_tokens(*cell.format, n)) {
+      auto [tokens, finals] =
+          decode_greedily(model, set, *cell.format, n, cell.vocab.pad(), batch_size, device);
       m.token_accuracy = tokens / static_cast<double>(count);
       m.final_accuracy = finals / static_cast<double>(count);
     }

@@ -29,7 +29,7 @@ YAML::Node Cell::to_yaml() const {
   // and the cell's would grow with each call (keys computed thousands of times got quadratic).
   node["task"] = YAML::Clone(task);
   node["model"] = YAML::Clone(model);
-  node["format"] = format;
+  node["format"] = YAML::Clone(format);
   node["distribution"] = distribution;
   node["L"] = L;
   node["validation"] = validation_yaml(validation);
@@ -41,7 +41,7 @@ Cell Cell::from_yaml(const YAML::Node& node) {
   Cell cell;
   cell.task = node["task"];
   cell.model = node["model"];
-  cell.format = node["format"].as<std::string>();
+  cell.format = node["format"];
   cell.distribution = node["distribution"].as<std::string>();
   cell.L = node["L"].as<int>();
   cell.validation.max_size = node["validation"]["max_size"].as<uint64_t>();
@@ -50,9 +50,19 @@ Cell Cell::from_yaml(const YAML::Node& node) {
   return cell;
 }
 
+std::string Cell::format_name() const {
+  return format.IsMap() ? format["name"].as<std::string>() : format.as<std::string>();
+}
+
+std::string Cell::format_label() const { return induct::format_label(format); }
+
+std::string format_label(const YAML::Node& format) {
+  return format.IsMap() ? component_label(format) : format.as<std::string>();
+}
+
 std::string cell_label(const Cell& cell) {
-  return component_label(cell.task) + " " + component_label(cell.model) + " " + cell.format + " " +
-         cell.distribution + " L=" + std::to_string(cell.L);
+  return component_label(cell.task) + " " + component_label(cell.model) + " " +
+         cell.format_label() + " " + cell.distribution + " L=" + std::to_string(cell.L);
 }
 
 std::string component_label(const YAML::Node& section, const std::set<std::string>* only) {

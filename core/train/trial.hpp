@@ -19,7 +19,9 @@ namespace induct {
 struct Cell {
   YAML::Node task;   // resolved `task:` section, with its name
   YAML::Node model;  // resolved `model:` section, with its name
-  std::string format;
+  // Resolved `format:` section: its name alone when the format read no options (so "outcome"
+  // keys the same as before formats had options), else a map with its name.
+  YAML::Node format;
   std::string distribution;
   int L = 0;
   ValidationPolicy validation;
@@ -27,6 +29,8 @@ struct Cell {
 
   std::string task_name() const { return task["name"].as<std::string>(); }
   std::string model_name() const { return model["name"].as<std::string>(); }
+  std::string format_name() const;
+  std::string format_label() const;  // format_label(format)
   YAML::Node to_yaml() const;
   static Cell from_yaml(const YAML::Node& node);
 };
@@ -53,6 +57,9 @@ class YamlMap {
  private:
   YAML::Node node_{YAML::NodeType::Map};
 };
+
+// "outcome", "code_trace(every=4)": a resolved format in labels, tables and the store.
+std::string format_label(const YAML::Node& format);
 
 struct TrialSpec {
   Cell cell;

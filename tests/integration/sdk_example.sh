@@ -25,4 +25,14 @@ grep -Eq "^model +elman +elman 1.0.0 +libinduct_elman.so" "$work/plugins.txt"
 # RUNPATH and links (BUILD-NOTES.md).
 "$induct" run "$source_dir/examples/elman-plugin/study.yaml" --plugin-path "$work/elman" --out "$work/run"
 grep -q "succeeded" "$work/run/train.csv"
-echo "sdk example: installed, built out of tree, loaded and trained"
+# A format plugin the same way (examples/format-plugin): listed, and a study trains with it.
+step configure-format.log cmake -S "$source_dir/examples/format-plugin" -B "$work/format" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix"
+step build-format.log cmake --build "$work/format"
+"$induct" plugins --plugin-path "$work/format" | tee "$work/formats.txt"
+grep -Eq "^format +sparse_acot +sparse_acot 1.0.0 +libinduct_sparse_acot.so" "$work/formats.txt"
+"$induct" run "$source_dir/examples/format-plugin/study.yaml" --plugin-path "$work/format" \
+  --out "$work/format-run" 2>&1 | tee "$work/format-run.txt"
+grep -q "lstm(hidden=32,layers=1) sparse_acot(every=3) uniform L=8" "$work/format-run.txt"
+grep -q "succeeded" "$work/format-run/train.csv"
+echo "sdk example: installed, built out of tree, loaded and trained (a model and a format plugin)"

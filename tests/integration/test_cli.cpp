@@ -36,8 +36,10 @@ BOOST_AUTO_TEST_CASE(version_and_help) {
 BOOST_AUTO_TEST_CASE(plugins_lists_the_components) {
   CommandResult r = run_command(kInduct + " plugins");
   BOOST_TEST(r.exit_code == 0);
-  BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
-  BOOST_TEST(r.output.find("task   modular") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("model   lstm") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("task    modular") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("format  code_trace") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("format  outcome") != std::string::npos, r.output);
 }
 
 BOOST_AUTO_TEST_CASE(misspelt_key_exits_nonzero_naming_key_and_line) {
@@ -391,8 +393,8 @@ BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
   CommandResult r =
       run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
   BOOST_TEST(r.exit_code == 1);  // the good ones are listed, and the refusals are an error
-  BOOST_TEST(r.output.find("model  lstm") != std::string::npos, r.output);
-  BOOST_TEST(r.output.find("model  exploding") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("model   lstm") != std::string::npos, r.output);
+  BOOST_TEST(r.output.find("model   exploding") != std::string::npos, r.output);
   const std::string newer =
       "built for plugin API version " + std::to_string(INDUCT_PLUGIN_API_VERSION + 1);
   for (const char* refusal :
@@ -411,6 +413,20 @@ BOOST_AUTO_TEST_CASE(a_model_with_the_wrong_output_shape_stops_before_training) 
                  std::string::npos,
              r.output);
   BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
+}
+
+BOOST_AUTO_TEST_CASE(a_format_that_disagrees_with_itself_is_refused_before_training) {
+  for (const auto& [name, problem] : std::vector<std::pair<std::string, std::string>>{
+           {"short_format", "at 1 action, encode left token 1 unwritten"},
+           {"misplaced_final", "at 2 actions, the target at final_position 0 is"}}) {
+    std::string dir = temp_dir(name);
+    CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR +
+                                  " run " + kTiny + " --set data.format=" + name + " --out " + dir);
+    BOOST_TEST(r.exit_code == 2);
+    BOOST_TEST(r.output.find("format '" + name + "' (") != std::string::npos, r.output);
+    BOOST_TEST(r.output.find(problem) != std::string::npos, r.output);
+    BOOST_TEST(!std::ifstream(dir + "/results.sqlite").good());  // nothing ran
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_model_that_sees_the_future_is_refused_before_training) {

@@ -120,9 +120,48 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
   std::string hex_seed = error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [0x1p3]"));
   BOOST_TEST(hex_seed.find("got '0x1p3'") != std::string::npos, hex_seed);
   std::string format = error_of(replace(kStudy, "format: acot", "format: acto"));
-  BOOST_TEST(
-      format.find("data.format: 'acto' is not one of: outcome, cot, acot") != std::string::npos,
-      format);
+  BOOST_TEST(format.find("study.yaml:9:11: data.format: unknown format 'acto' (available "
+                         "formats: acot, code_trace, cot, outcome") == 0u,
+             format);
+}
+
+// A format with options is a section; its keys are the plugin's, checked like a model's, and
+// a format without options keys its trials by its name alone (as before formats had options).
+BOOST_AUTO_TEST_CASE(a_format_section_carries_its_options) {
+  const std::string trace =
+      replace(kStudy, "format: acot", "format:\n    name: code_trace\n    every: 2");
+  StudyConfig study = load_study_text(trace, "study.yaml");
+  auto cells = prepare_study(study, test::plugins());
+  BOOST_TEST(cells[0].label ==
+             "modular(m=2) lstm(hidden=16,layers=1) code_trace(every=2) uniform L=6");
+  BOOST_TEST(cells[0].cell.format_name() == "code_trace");
+  BOOST_TEST(cells[0].vocab_size == 2 + 2 + 2 + 5);  // x = * ; print
+  BOOST_TEST(cells[0].max_length == 6 * 6 + 3 * 2 + 2);
+  BOOST_TEST(cells[0].action_positions);
+  StudyConfig plain = load_study_text(kStudy, "study.yaml");
+  auto acot = prepare_study(plain, test::plugins());
+  BOOST_TEST(acot[0].cell.format.IsScalar());
+  BOOST_TEST(yaml::flow(acot[0].cell.to_yaml()).find("format: acot") != std::string::npos);
+  BOOST_TEST(acot[0].plugin_versions.find("format") == std::string::npos);  // 1.0.0
+  // A default written out is the same cell; a typo is the plugin's unknown key.
+  StudyConfig written = load_study_text(
+      replace(kStudy, "format: acot", "format:\n    name: code_trace\n    every: 4"), "s.yaml");
+  StudyConfig defaulted =
+      load_study_text(replace(kStudy, "format: acot", "format: {name: code_trace}"), "s.yaml");
+  BOOST_TEST(prepare_study(written, test::plugins())[0].key() ==
+             prepare_study(defaulted, test::plugins())[0].key());
+  const std::string typo =
+      error_of(replace(kStudy, "format: acot", "format: {name: code_trace, evry: 2}"));
+  BOOST_TEST(typo.find("data.format.evry") != std::string::npos, typo);
+  BOOST_TEST(typo.find("format 'code_trace'") != std::string::npos, typo);
+  const std::string unknown = error_of(replace(kStudy, "format: acot", "format: {name: trace}"));
+  BOOST_TEST(unknown.find("data.format.name: unknown format 'trace'") != std::string::npos,
+             unknown);
+  // The grid reaches into the section.
+  StudyConfig grid = load_study_text(replace(trace, "study: train", "study: nstar").substr(0) +
+                                         "grid:\n  data.format.every: [1, 3]\n",
+                                     "study.yaml");
+  BOOST_TEST(grid.cells.size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(syntax_errors_and_duplicate_keys_are_located) {
@@ -176,7 +215,7 @@ BOOST_AUTO_TEST_CASE(grid_expands_into_the_cartesian_product) {
   // The last key varies fastest.
   BOOST_TEST(study.cells[0].grid_label == "task.m=2, data.format=outcome, data.L=4");
   BOOST_TEST(study.cells[1].L == 6);
-  BOOST_TEST(study.cells[3].format == "acot");
+  BOOST_TEST(study.cells[3].format_name == "acot");
   BOOST_TEST(study.cells[11].grid_label == "task.m=3, data.format=acot, data.L=8");
   auto cells = prepare_study(study, test::plugins());
   BOOST_TEST(cells[11].num_actions == 3);

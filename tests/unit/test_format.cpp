@@ -17,26 +17,35 @@ using namespace induct;
 
 namespace {
 
-// Z_5, x = 2 1 0 3 4, s = 2 3 3 1 0. Vocabulary: actions 0..4, states 5..9, PAD 10, SEP 11.
+using test::format;
+
+// Z_5, x = 2 1 0 3 4, s = 2 3 3 1 0. Vocabulary: actions 0..4, states 5..9, PAD 10, SEP 11, then
+// the format's own tokens from 12.
 struct Example {
   std::vector<int64_t> tokens, targets;
   int64_t final_position;
+  std::vector<int64_t> action_positions;
+  int64_t prompt;
 };
 
-Example encode(const std::string& format) {
+Example encode(const std::string& section) {
   Transitions t(std::make_shared<test::ZmTask>(5), "z5");
-  Vocabulary vocab{5, 5};
+  auto f = format(section);
+  Vocabulary vocab{5, 5, f->extra_tokens()};
   SequenceSet set;
   // 2 1 0 3 4 is index 2*625 + 1*125 + 0*25 + 3*5 + 4 of the 5^5 sequences of length 5.
   set.add(SequenceCodec(5, 5, 0), 1394);
-  ExampleSet e(set, t, format_named(format), vocab);
+  ExampleSet e(set, t, *f, vocab);
   BOOST_TEST(e.size() == 1u);
   std::vector<int64_t> tokens(e.width(0)), targets(e.width(0));
   BOOST_TEST(e.encode(0, tokens.data(), targets.data()) == 0);  // s_n
-  return {tokens, targets, e.final_position(0)};
+  std::vector<int64_t> positions;
+  for (int k = 0; k < 5; ++k) positions.push_back(f->action_position(5, k));
+  return {tokens, targets, e.final_position(0), positions, f->prompt_length(5)};
 }
 
 constexpr int64_t X = kNoTarget;
+using Tokens = std::vector<int64_t>;
 
 }  // namespace
 
@@ -46,39 +55,154 @@ BOOST_AUTO_TEST_CASE(vocabulary_layout) {
   BOOST_TEST(v.pad() == 10);
   BOOST_TEST(v.sep() == 11);
   BOOST_TEST(v.size() == 12);
+  Vocabulary with{5, 5, 3};
+  BOOST_TEST(with.extra_token(0) == 12);
+  BOOST_TEST(with.size() == 15);
 }
 
 BOOST_AUTO_TEST_CASE(outcome_supervises_only_the_final_state) {
-  Example e = encode("outcome");
-  BOOST_TEST(e.tokens == (std::vector<int64_t>{2, 1, 0, 3, 4}), boost::test_tools::per_element());
-  BOOST_TEST(e.targets == (std::vector<int64_t>{X, X, X, X, 5}), boost::test_tools::per_element());
+  Example e = encode("name: outcome");
+  BOOST_TEST(e.tokens == (Tokens{2, 1, 0, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(e.targets == (Tokens{X, X, X, X, 5}), boost::test_tools::per_element());
   BOOST_TEST(e.final_position == 4);
+  BOOST_TEST(e.action_positions == (Tokens{0, 1, 2, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(e.prompt == 5);  // every token given
 }
 
 BOOST_AUTO_TEST_CASE(acot_labels_every_position_with_its_state) {
-  Example e = encode("acot");
-  BOOST_TEST(e.tokens == (std::vector<int64_t>{2, 1, 0, 3, 4}), boost::test_tools::per_element());
-  BOOST_TEST(e.targets == (std::vector<int64_t>{7, 8, 8, 6, 5}), boost::test_tools::per_element());
+  Example e = encode("name: acot");
+  BOOST_TEST(e.tokens == (Tokens{2, 1, 0, 3, 4}), boost::test_tools::per_element());
+  BOOST_TEST(e.targets == (Tokens{7, 8, 8, 6, 5}), boost::test_tools::per_element());
   BOOST_TEST(e.final_position == 4);
 }
 
 BOOST_AUTO_TEST_CASE(cot_writes_the_states_after_a_separator) {
   // 2 1 0 3 4 SEP 2 3 3 1, predicting 2 3 3 1 0 from SEP on.
-  Example e = encode("cot");
-  BOOST_TEST(e.tokens == (std::vector<int64_t>{2, 1, 0, 3, 4, 11, 7, 8, 8, 6}),
-             boost::test_tools::per_element());
-  BOOST_TEST(e.targets == (std::vector<int64_t>{X, X, X, X, X, 7, 8, 8, 6, 5}),
-             boost::test_tools::per_element());
+  Example e = encode("name: cot");
+  BOOST_TEST(e.tokens == (Tokens{2, 1, 0, 3, 4, 11, 7, 8, 8, 6}), boost::test_tools::per_element());
+  BOOST_TEST(e.targets == (Tokens{X, X, X, X, X, 7, 8, 8, 6, 5}), boost::test_tools::per_element());
   BOOST_TEST(e.final_position == 9);
+  BOOST_TEST(e.prompt == 6);  // the actions and SEP; the model writes the rest
+}
+
+// docs/method.md section 3, "Code trace", by hand: x = 12, '=' 13, '*' 14, ';' 15, print 16.
+BOOST_AUTO_TEST_CASE(code_trace_prints_the_state_every_k_statements_and_at_the_end) {
+  Example e = encode("name: code_trace\nevery: 2");
+  const Tokens tokens{12, 13, 12, 14, 2, 15,             // x = x * 2 ;
+                      12, 13, 12, 14, 1, 15, 16, 12, 8,  // x = x * 1 ; print x 3
+                      12, 13, 12, 14, 0, 15,             // x = x * 0 ;
+                      12, 13, 12, 14, 3, 15, 16, 12, 6,  // x = x * 3 ; print x 1
+                      12, 13, 12, 14, 4, 15, 16, 12};    // x = x * 4 ; print x
+  Tokens targets(tokens.size(), X);
+  targets[13] = 8;  // s_2 = 3, at the x after print
+  targets[28] = 6;  // s_4 = 1
+  targets[37] = 5;  // s_5 = 0: the answer
+  BOOST_TEST(e.tokens == tokens, boost::test_tools::per_element());
+  BOOST_TEST(e.targets == targets, boost::test_tools::per_element());
+  BOOST_TEST(e.final_position == 37);
+  BOOST_TEST(e.action_positions == (Tokens{4, 10, 19, 25, 34}), boost::test_tools::per_element());
+  BOOST_TEST(e.prompt == 38);  // the printed values are given (observed), not written
+  // Every statement printed, none, and the default (every 4: no reveal before the fifth).
+  BOOST_TEST(encode("name: code_trace\nevery: 1").tokens.size() == 30u + 4 * 3 + 2);
+  BOOST_TEST(encode("name: code_trace\nfraction: 0").tokens.size() == 30u + 2);
+  BOOST_TEST(encode("name: code_trace\nfraction: 1").tokens.size() == 30u + 4 * 3 + 2);
+  BOOST_TEST(encode("name: code_trace").tokens.size() == 30u + 1 * 3 + 2);
+}
+
+// docs/method.md's S_3 example of the code trace, through the real permutation plugin.
+BOOST_AUTO_TEST_CASE(code_trace_of_the_s3_example_in_the_method) {
+  auto options = yaml::load_string("name: permutation\nm: 3\n", "task.yaml");
+  Transitions s3(test::plugins().make_task("permutation", TaskContext{options}), "permutation");
+  auto f = format("name: code_trace\nevery: 2");
+  const Vocabulary vocab{6, 6, f->extra_tokens()};
+  const int32_t actions[] = {1, 2, 5};
+  int32_t states[3];
+  s3.prefix_states(actions, 3, states);
+  BOOST_TEST((std::vector<int32_t>(states, states + 3)) == (std::vector<int32_t>{1, 3, 2}),
+             boost::test_tools::per_element());
+  BOOST_REQUIRE(f->sequence_length(3) == 23);
+  Tokens tokens(23), targets(23);
+  f->encode(actions, states, 3, vocab, tokens.data(), targets.data());
+  BOOST_TEST(tokens == (Tokens{14, 15, 14, 16, 1,  17, 14, 15, 14, 16, 2, 17,
+                               18, 14, 9,  14, 15, 14, 16, 5,  17, 18, 14}),
+             boost::test_tools::per_element());
+  Tokens expected(23, X);
+  expected[13] = 9;
+  expected[22] = 8;
+  BOOST_TEST(targets == expected, boost::test_tools::per_element());
+  BOOST_TEST(f->final_position(3) == 22);
+  BOOST_TEST(f->extra_token_name(4) == "print");
+}
+
+// With a fraction, which statements print is drawn once from the seed: the same in every
+// sequence and at every length (a shorter trace's reveals are a longer one's first), about the
+// fraction asked for, and another seed draws others.
+BOOST_AUTO_TEST_CASE(code_trace_reveals_a_seeded_fraction_of_statements) {
+  auto f = format("name: code_trace\nfraction: 0.25\nseed: 7");
+  auto g = format("name: code_trace\nfraction: 0.25\nseed: 8");
+  const int n = 2000;
+  const int64_t reveals = (f->sequence_length(n) - 6 * n - 2) / 3;
+  BOOST_TEST(reveals > 0.2 * n);
+  BOOST_TEST(reveals < 0.3 * n);
+  BOOST_TEST(f->sequence_length(n) != g->sequence_length(n));
+  for (int m = 1; m < 200; ++m)
+    for (int k = 0; k < m; ++k) BOOST_REQUIRE(f->action_position(m, k) == f->action_position(n, k));
+}
+
+BOOST_AUTO_TEST_CASE(code_trace_options_are_checked) {
+  auto message = [](const std::string& section) {
+    try {
+      format(section);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  BOOST_TEST(
+      message("name: code_trace\nevery: 0").find("every: must be at least 1") != std::string::npos,
+      message("name: code_trace\nevery: 0"));
+  BOOST_TEST(message("name: code_trace\nevery: 2\nfraction: 0.5").find("not both") !=
+             std::string::npos);
+  BOOST_TEST(message("name: code_trace\nfraction: 1.5").find("must be in [0, 1]") !=
+             std::string::npos);
+  BOOST_TEST(message("name: code_trace\nseed: 3").find("only with fraction") != std::string::npos);
+  BOOST_TEST(message("name: code_trace\nevry: 3").find("evry") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(unknown_format_names_the_known_ones) {
-  try {
-    format_named("chain");
-    BOOST_FAIL("no error");
-  } catch (const std::invalid_argument& e) {
-    BOOST_TEST(std::string(e.what()).find("outcome, cot, acot") != std::string::npos);
-  }
+  const std::string message = test::plugins().unknown("format", "chain");
+  BOOST_TEST(message.find("unknown format 'chain' (available formats: acot, code_trace, cot, "
+                          "outcome") == 0u,
+             message);
+}
+
+// The data's properties hold under the code trace: distinct action sequences give distinct
+// traces, the training set of a smaller N is the start of a larger one's, training and
+// validation share no trace, and the format agrees with itself (check_format) out to length 80.
+BOOST_AUTO_TEST_CASE(code_trace_keeps_the_data_distinct_and_nested) {
+  auto task = std::make_shared<test::ZmTask>(3);
+  CellData cell = make_cell_data(task, "z3", format("name: code_trace\nevery: 3"), "uniform", 7,
+                                 ValidationPolicy{}, 16'000'000);
+  BOOST_TEST(cell.vocab.size() == 3 + 3 + 2 + 5);
+  check_format(cell, 80, "code_trace");
+  const DataPlan plan = plan_data(cell.data);
+  const Split all = make_split(cell.data, plan.n_max, 11), some = make_split(cell.data, 50, 11);
+  auto traces = [&](const SequenceSet& set) {
+    ExampleSet e(set, *cell.transitions, *cell.format, cell.vocab);
+    std::vector<Tokens> out;
+    for (size_t i = 0; i < e.size(); ++i) {
+      Tokens tokens(e.width(i)), targets(e.width(i));
+      e.encode(i, tokens.data(), targets.data());
+      out.push_back(tokens);
+    }
+    return out;
+  };
+  const auto train = traces(all.train), start = traces(some.train), held = traces(all.validation);
+  BOOST_TEST(start.size() == 50u);
+  BOOST_TEST(std::equal(start.begin(), start.end(), train.begin()));
+  std::set<Tokens> seen(train.begin(), train.end());
+  BOOST_TEST(seen.size() == train.size());
+  for (const auto& t : held) BOOST_TEST(!seen.count(t));
 }
 
 BOOST_AUTO_TEST_CASE(modular_plugin_tracks_prefix_states) {
@@ -291,8 +415,8 @@ BOOST_AUTO_TEST_CASE(dyck_counts_and_unranking_match_brute_force_enumeration) {
 // together every valid sequence at N_max, and the labels (prefix states) are the stacks.
 BOOST_AUTO_TEST_CASE(a_dyck_cell_draws_only_valid_strings_labelled_by_their_stacks) {
   auto task = dyck(2, 3);
-  CellData cell =
-      make_cell_data(task, "dyck", "acot", "uniform", 8, ValidationPolicy{}, 16'000'000);
+  CellData cell = make_cell_data(task, "dyck", format("name: acot"), "uniform", 8,
+                                 ValidationPolicy{}, 16'000'000);
   BOOST_REQUIRE(cell.data.language);
   const DataPlan plan = plan_data(cell.data);
   Split split = make_split(cell.data, plan.n_max, 4);

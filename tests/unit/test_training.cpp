@@ -481,7 +481,8 @@ class CotOracle final : public SequenceModel {
 BOOST_AUTO_TEST_CASE(cot_generalization_decodes_greedily) {
   auto task =
       test::plugins().make_task("modular", TaskContext{yaml::load_string("m: 3", "t.yaml")});
-  CellData cell = make_cell_data(task, "modular", "cot", "uniform", 4, {}, 16'000'000);
+  CellData cell =
+      make_cell_data(task, "modular", test::format("name: cot"), "uniform", 4, {}, 16'000'000);
   CotOracle oracle(3, false), wrong(3, true);
   auto right = evaluate_generalization(oracle, cell, {6, 9}, 200, 7, 64, torch::kCPU);
   BOOST_REQUIRE(right.size() == 2u);

@@ -193,12 +193,12 @@ void LengthGenStudy::report(ReportContext& report) const {
   std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
   for (const auto& [label, outcomes] : report.latest_per_configuration("lengthgen")) {
     const YAML::Node cell = outcomes.front()->value["cell"];
-    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const RowKey row = report.row_of(cell["task"], cell["model"], format_label(cell["format"]));
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
     const int report_length = outcomes.front()->value["report_length"].as<int>();
     Figure& f = lengthgen_figures[{"", row.format}];
-    f.stem = "lengthgen_" + row.format;
+    f.stem = "lengthgen_" + safe(row.format);
     f.title = "Length generalization, " + row.format;
     f.xlabel = "length (multiples of the trained maximum L)";
     f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";

@@ -100,7 +100,7 @@ void NstarStudy::report(ReportContext& report) const {
   const TrialsByCell trials = trials_by_cell(report.trials);
   for (const StoredOutcome* o : report.latest("nstar")) {
     const YAML::Node cell = o->value["cell"];
-    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const RowKey row = report.row_of(cell["task"], cell["model"], format_label(cell["format"]));
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
     const bool learned = o->value["learned"].as<bool>();
@@ -114,8 +114,8 @@ void NstarStudy::report(ReportContext& report) const {
       }
     }
     shown += report.compared(
-        o->label, "nstar", cell["task"], cell["model"], cell["format"].as<std::string>(),
-        distribution, L, learned ? std::optional<double>(static_cast<double>(n)) : std::nullopt);
+        o->label, "nstar", cell["task"], cell["model"], format_label(cell["format"]), distribution,
+        L, learned ? std::optional<double>(static_cast<double>(n)) : std::nullopt);
     nstar.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] = shown;
     NstarPlot& plot =
         nstar_plots[{row.task_rank, row.format_rank, rank_of(kDistributionOrder, distribution),
@@ -129,9 +129,8 @@ void NstarStudy::report(ReportContext& report) const {
     plot.models[by_model][L] = {learned ? static_cast<double>(n) : std::nan(""), n_max};
     plot.legend[by_model] = model_legend(cell["model"], row.model);
     if (report.reference)
-      for (const ReferenceValue* r :
-           report.reference->find("nstar", cell["task"], cell["model"],
-                                  cell["format"].as<std::string>(), distribution, L))
+      for (const ReferenceValue* r : report.reference->find(
+               "nstar", cell["task"], cell["model"], format_label(cell["format"]), distribution, L))
         if (r->value) plot.published[by_model].push_back({static_cast<double>(L), *r->value});
   }
   if (!nstar.cells.empty())

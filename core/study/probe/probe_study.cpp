@@ -68,7 +68,13 @@ class ProbeStudy final : public Study {
   }
   std::vector<PreparedCell> expand(const CellSpec& spec,
                                    const PluginRegistry& registry) const override {
-    return {settings_.lengths.prepare(spec, registry)};
+    PreparedCell cell = settings_.lengths.prepare(spec, registry);
+    if (!cell.action_positions)
+      spec.root.section("data").fail(
+          "format", "format '" + spec.format_name +
+                        "' does not say where each action's token is (Format::action_position), "
+                        "which the probe study reads and patches");
+    return {cell};
   }
   int run(StudyRun& run, const std::vector<PreparedCell>& cells) const override;
   void report(ReportContext& report) const override;
@@ -294,7 +300,7 @@ void ProbeStudy::report(ReportContext& report) const {
       figures;
   for (const auto& [label, outcomes] : report.latest_per_configuration("probe")) {
     const YAML::Node cell = outcomes.front()->value["cell"];
-    const RowKey row = report.row_of(cell["task"], cell["model"], cell["format"].as<std::string>());
+    const RowKey row = report.row_of(cell["task"], cell["model"], format_label(cell["format"]));
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
     // The succeeded configurations when there are any (a model that learned nothing has no
@@ -343,7 +349,7 @@ void ProbeStudy::report(ReportContext& report) const {
       auto& [probe_figure, patch_figure] =
           figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
       if (probe_figure.stem.empty()) {
-        const std::string stem = safe(row.task) + "_" + row.format + "_" + safe(multiple);
+        const std::string stem = safe(row.task) + "_" + safe(row.format) + "_" + safe(multiple);
         const std::string where = paper_task_name(cell["task"]) + ", " + row.format + ", length " +
                                   (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
         const std::string axes =
@@ -525,6 +531,10 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
     const torch::Tensor labels = torch::from_blob(states.data(), {count, n}, torch::kInt)
                                      .to(torch::kLong);  // s_t per position
     const int64_t readout = format.final_position(n);
+    std::vector<int64_t> at_action(
+        static_cast<size_t>(n));  // a_{k+1}'s token: where s_{k+1} is read
+    for (int k = 0; k < n; ++k) at_action[k] = format.action_position(n, k);
+    const torch::Tensor action_positions = torch::tensor(at_action);
     std::vector<std::string> order;
     const auto acts = record_hooks(model, tokens.to(context.device), &order);
 
@@ -592,8 +602,10 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))
         throw std::runtime_error("hook '" + name + "' gave an activation of shape " +
                                  shape_string(act.sizes()) + "; a hook takes [batch, time, ...]");
-      const torch::Tensor features =
-          act.narrow(1, 0, n).reshape({count * n, -1}).to(torch::kFloat).cpu();
+      const torch::Tensor features = act.index_select(1, action_positions.to(act.device()))
+                                         .reshape({count * n, -1})
+                                         .to(torch::kFloat)
+                                         .cpu();
       const torch::Tensor flat = labels.reshape({count * n});
       const LinearProbe probe =
           fit_probe(features.narrow(0, 0, fit_rows * n), flat.narrow(0, 0, fit_rows * n), S, fit);
@@ -639,8 +651,9 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
         h["nullspace_accuracy"] = exact(without(removed));
         h["random_accuracy"] = exact(without(control));
       }
-      for (const auto& [key, position] : {std::pair<const char*, int64_t>{"patch_changed", changed},
-                                          {"patch_readout", readout}}) {
+      for (const auto& [key, position] :
+           {std::pair<const char*, int64_t>{"patch_changed", at_action[changed]},
+            {"patch_readout", readout}}) {
         double share = 0;
         if (pairs > 0) {
           const torch::Tensor value =

@@ -94,7 +94,7 @@ int SharingStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) con
     YAML::Node value;
     value["task"] = first.task;
     value["model"] = first.model;
-    value["format"] = first.format;
+    value["format"] = first.format_label();
     value["settings"] = nstar_settings(config, search_);
     value["lengths"] = YAML::Node(YAML::NodeType::Sequence);
     size_t joint_index = static_cast<size_t>(max_L - 1);
@@ -162,7 +162,7 @@ void SharingStudy::report(ReportContext& report) const {
     const std::string x_range = "set xtics 1\nset xrange [" + std::to_string(lowest) +
                                 "-0.5:" + std::to_string(highest) + "+0.5]\n";
     Figure f{
-        "kappa_" + safe(row.model) + "_" + row.format + "_" + safe(row.task),
+        "kappa_" + safe(row.model) + "_" + safe(row.format) + "_" + safe(row.task),
         "Sharing: " + model_legend(o->value["model"], row.model) + ", " + row.format + ", " +
             paper_task_name(o->value["task"]),
         "L",
@@ -200,7 +200,7 @@ void SharingStudy::report(ReportContext& report) const {
     Figure& compared = kappa_compared[{row.format_rank, row.task_rank, row.format, row.task}];
     if (compared.stem.empty())
       compared = {
-          "kappa_" + row.format + "_" + safe(row.task),
+          "kappa_" + safe(row.format) + "_" + safe(row.task),
           "Sharing factor kappa(L): " + row.format + ", " + paper_task_name(o->value["task"]),
           "L",
           "kappa",

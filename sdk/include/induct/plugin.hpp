@@ -4,7 +4,7 @@
 // A plugin library exports one C function, induct_plugin_entry, returning a static
 // InductPluginInfo. The host reads and checks the info (API version, struct size, libtorch
 // version, C++ ABI) before it calls any C++ code of the plugin; then it calls
-// register_components, which registers one or more named model or task factories.
+// register_components, which registers one or more named model, task or format factories.
 // Use INDUCT_PLUGIN to define the entry point:
 //
 //   static void register_components(induct::Registrar& r) {
@@ -31,11 +31,14 @@ namespace induct {
 
 class SequenceModel;
 class Task;
+class Format;
 struct ModelContext;
 struct TaskContext;
+struct FormatContext;
 
 using ModelFactory = std::function<std::unique_ptr<SequenceModel>(const ModelContext&)>;
 using TaskFactory = std::function<std::unique_ptr<Task>(const TaskContext&)>;
+using FormatFactory = std::function<std::unique_ptr<Format>(const FormatContext&)>;
 
 // Implemented by the host. Names are global across all loaded plugins: registering a name
 // another library already registered is an error that names both files.
@@ -46,6 +49,9 @@ class INDUCT_SDK_API Registrar {
                          ModelFactory factory) = 0;
   virtual void add_task(const std::string& name, const std::string& description,
                         TaskFactory factory) = 0;
+  // A supervision format (induct/format.hpp), named in a study as `data: {format: NAME}`.
+  virtual void add_format(const std::string& name, const std::string& description,
+                          FormatFactory factory) = 0;
 };
 
 }  // namespace induct

@@ -16,4 +16,4 @@
 // computes differently, not when functions are added. Part of every trial's key.
 #define INDUCT_SDK_NUMERICS_VERSION "0.1.2"
 
-#define INDUCT_PLUGIN_API_VERSION 3
+#define INDUCT_PLUGIN_API_VERSION 4
