@@ -429,6 +429,22 @@ BOOST_AUTO_TEST_CASE(a_format_that_disagrees_with_itself_is_refused_before_train
   }
 }
 
+// A format without action positions trains, and the probe study, which reads the state at each
+// action's token, refuses it where it is named.
+BOOST_AUTO_TEST_CASE(a_format_without_action_positions_trains_but_is_not_probed) {
+  const std::string fixtures = kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR;
+  CommandResult train =
+      run_command(fixtures + " validate " + kTiny + " --set data.format=unplaced_acot");
+  BOOST_TEST(train.exit_code == 0, train.output);
+  CommandResult probe = run_command(fixtures + " validate " + kTiny +
+                                    " --set study=probe --set data.format=unplaced_acot" +
+                                    " --set data.N=max");
+  BOOST_TEST(probe.exit_code == 2);
+  BOOST_TEST(probe.output.find("data.format: format 'unplaced_acot' does not say where each "
+                               "action's token is") != std::string::npos,
+             probe.output);
+}
+
 BOOST_AUTO_TEST_CASE(a_model_that_sees_the_future_is_refused_before_training) {
   std::string dir = temp_dir("leaky");
   CommandResult r = run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " run " +
