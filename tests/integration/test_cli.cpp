@@ -436,9 +436,9 @@ BOOST_AUTO_TEST_CASE(a_format_without_action_positions_trains_but_is_not_probed)
   CommandResult train =
       run_command(fixtures + " validate " + kTiny + " --set data.format=unplaced_acot");
   BOOST_TEST(train.exit_code == 0, train.output);
-  CommandResult probe = run_command(fixtures + " validate " + kTiny +
-                                    " --set study=probe --set data.format=unplaced_acot" +
-                                    " --set data.N=max");
+  CommandResult probe =
+      run_command(fixtures + " validate " + kTiny +
+                  " --set study=probe --set data.format=unplaced_acot" + " --set data.N=max");
   BOOST_TEST(probe.exit_code == 2);
   BOOST_TEST(probe.output.find("data.format: format 'unplaced_acot' does not say where each "
                                "action's token is") != std::string::npos,
