@@ -328,9 +328,10 @@ void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& op
     // A state only saves time: the training goes on without it (and the earlier state, if any).
     if (reported) return;
     reported = true;
-    const std::string message = e.what();
-    std::cerr << "induct: could not save the training state " << file.path << ": "
-              << message.substr(0, message.find('\n'))
+    std::string message = e.what();
+    message = message.substr(0, message.find('\n'));
+    if (message.rfind(file.path + ": ", 0) == 0) message = message.substr(file.path.size() + 2);
+    std::cerr << "induct: could not save the training state " << file.path << ": " << message
               << " (the training goes on without it; not said again for this training)\n";
   }
 }

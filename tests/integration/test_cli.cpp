@@ -389,6 +389,65 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
   BOOST_TEST(unchanged == before.size());
 }
 
+namespace {
+// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN; most containers may not).
+bool can_mount_tmpfs() {
+  static const bool can = [] {
+    if (::geteuid() != 0) return false;
+    const std::string dir = temp_dir("mount-probe");
+    const bool ok = run_command("mount -t tmpfs -o size=4k tmpfs '" + dir + "'").exit_code == 0;
+    if (ok) run_command("umount '" + dir + "'");
+    return ok;
+  }();
+  return can;
+}
+
+// Every stored trial's numbers, by key, without the seconds it took.
+std::map<std::string, std::string> stored_numbers(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  induct::Store store(dir + "/results.sqlite");
+  for (const auto& t : store.all()) {
+    YAML::Node result = t.result.to_yaml();
+    result.remove("seconds");
+    out[t.key] = YAML::Dump(result);
+  }
+  return out;
+}
+}  // namespace
+
+// A full disk where the training states go (a 4 KiB tmpfs mounted on OUT/states, too small for
+// any state): every save fails, each training says so once, no partial file is left, no worker
+// dies, and the results are those of a run with room (docs/store.md).
+BOOST_AUTO_TEST_CASE(a_full_disk_under_the_states_costs_the_states_only,
+                     *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+                       return can_mount_tmpfs();
+                     })) {
+  const std::string full = temp_dir("full-disk"), roomy = temp_dir("roomy-disk");
+  BOOST_REQUIRE(run_command("mkdir -p '" + full + "/states' && mount -t tmpfs -o size=4k tmpfs '" +
+                            full + "/states'")
+                    .exit_code == 0);
+  const std::string settings = " --set run.state_every=20 --set run.keep_states=failed";
+  CommandResult r = run_command(kInduct + " run " + kTiny + settings + " --out " + full);
+  const std::string left = run_command("ls -A '" + full + "/states'").output;
+  run_command("umount '" + full + "/states'");
+  BOOST_TEST(r.exit_code == 0, r.output);
+  BOOST_TEST(r.output.find("terminate called") == std::string::npos, r.output);
+  size_t reports = 0;
+  for (size_t at = 0;
+       (at = r.output.find("could not save the training state", at)) != std::string::npos; ++at)
+    ++reports;
+  BOOST_TEST(reports >= 1u, r.output);
+  BOOST_TEST(reports <= 4u, r.output);  // once per training at most: 2 rates x 2 seeds
+  BOOST_TEST(r.output.find("cannot write it (disk full, or not writable)") != std::string::npos,
+             r.output);
+  BOOST_TEST(left.find("partial") == std::string::npos, left);
+  CommandResult with_room = run_command(kInduct + " run " + kTiny + settings + " --out " + roomy);
+  BOOST_TEST(with_room.exit_code == 0, with_room.output);
+  const auto numbers = stored_numbers(full);
+  BOOST_TEST(numbers.size() == 4u);
+  BOOST_TEST((numbers == stored_numbers(roomy)));
+}
+
 BOOST_AUTO_TEST_CASE(plugins_lists_good_plugins_and_each_refusal) {
   CommandResult r =
       run_command(kInduct + " --plugin-path " + INDUCT_FIXTURE_PLUGIN_DIR + " plugins");
