@@ -130,8 +130,8 @@ inline std::vector<std::string> listed_after(const std::string& message,
 
 // The in-tree models (each listed where a message names the available models, in order).
 inline const std::vector<std::string> kInTreeModels = {
-    "deltanet", "dense_ssm", "gpt2",  "gru",    "hybrid", "llama",
-    "looped",   "lstm",      "mamba", "mamba2", "pythia", "torchscript"};
+    "deltanet", "dense_ssm", "gpt2",   "gru",    "hybrid",      "llama", "looped",
+    "lstm",     "mamba",     "mamba2", "pythia", "torchscript", "xlstm"};
 
 // Whether `names` is sorted and holds every in-tree model.
 inline bool lists_the_in_tree_models(const std::vector<std::string>& names) {

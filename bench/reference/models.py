@@ -429,6 +429,133 @@ class DeltaNet(nn.Module):
         return self.head(self.norm(x))
 
 
+def x_layer_norm(x, weight):
+    return F.layer_norm(x, (x.shape[-1],), weight, None, 1e-5)
+
+
+def x_head_norm(x, heads, weight):  # (b, l, h*d): a LayerNorm per head
+    b, l, c = x.shape
+    return F.group_norm(x.reshape(b * l, c), heads, weight, None, 1e-5).reshape(b, l, c)
+
+
+def x_headwise(x, weight):  # block-diagonal projection, weight (h, out, in)
+    h, o, i = weight.shape
+    return torch.einsum("...hi,hoi->...ho", x.reshape(*x.shape[:-1], h, i), weight).flatten(-2)
+
+
+def x_causal_conv_silu(conv, x):  # (b, l, c), a depthwise Conv1d padded by k - 1
+    l = x.shape[1]
+    return F.silu(conv(x.transpose(1, 2))[..., :l].transpose(1, 2))
+
+
+class XMBlock(nn.Module):
+    """xLSTM's mLSTM block as NX-AI/xlstm's mLSTMLayer with parallel_stabilized_simple."""
+
+    def __init__(self, d, heads, d_conv):
+        super().__init__()
+        inner = 2 * d
+        self.h, self.inner = heads, inner
+        self.norm = nn.Parameter(torch.ones(d))
+        self.up = nn.Linear(d, 2 * inner, bias=False)
+        self.conv = nn.Conv1d(inner, inner, d_conv, groups=inner, padding=d_conv - 1, bias=True)
+        self.q = nn.Parameter(torch.zeros(inner // 4, 4, 4))
+        self.k = nn.Parameter(torch.zeros(inner // 4, 4, 4))
+        self.v = nn.Parameter(torch.zeros(inner // 4, 4, 4))
+        self.igate = nn.Linear(3 * inner, heads)
+        self.fgate = nn.Linear(3 * inner, heads)
+        self.out_norm = nn.Parameter(torch.ones(inner))
+        self.skip = nn.Parameter(torch.ones(inner))
+        self.down = nn.Linear(inner, d, bias=False)
+
+    def cell(self, q, k, v, ig, fg):  # (b, h, l, dh), gates (b, h, l, 1)
+        b, h, l, dh = q.shape
+        log_f = F.logsigmoid(fg)
+        cum = torch.cat([torch.zeros(b, h, 1, 1), torch.cumsum(log_f, dim=-2)], dim=-2)
+        rep = cum.repeat(1, 1, 1, l + 1)
+        ltr = torch.tril(torch.ones(l, l, dtype=torch.bool))
+        log_fg = torch.where(ltr, (rep - rep.transpose(-2, -1))[:, :, 1:, 1:], -float("inf"))
+        log_d = log_fg + ig.transpose(-2, -1)
+        max_log_d, _ = torch.max(log_d, dim=-1, keepdim=True)
+        dmat = torch.exp(log_d - max_log_d)
+        c = (q @ (k / math.sqrt(dh)).transpose(-2, -1)) * dmat
+        normalizer = torch.maximum(c.sum(dim=-1, keepdim=True).abs(), torch.exp(-max_log_d))
+        return (c / (normalizer + 1e-6)) @ v
+
+    def forward(self, u):
+        b, l, _ = u.shape
+        x, z = self.up(x_layer_norm(u, self.norm)).split(self.inner, dim=-1)
+        xc = x_causal_conv_silu(self.conv, x)
+        q, k, v = x_headwise(xc, self.q), x_headwise(xc, self.k), x_headwise(x, self.v)
+        gates = torch.cat([q, k, v], dim=-1)
+        heads = lambda t: t.view(b, l, self.h, -1).transpose(1, 2)  # noqa: E731
+        ig = self.igate(gates).transpose(-1, -2).unsqueeze(-1)
+        fg = self.fgate(gates).transpose(-1, -2).unsqueeze(-1)
+        hs = self.cell(heads(q), heads(k), heads(v), ig, fg).transpose(1, 2).reshape(b, l, -1)
+        hs = x_head_norm(hs, self.h, self.out_norm)
+        return u + self.down((hs + self.skip * xc) * F.silu(z))
+
+
+class XSBlock(nn.Module):
+    """xLSTM's sLSTM block (NX-AI/xlstm's sLSTMLayer, vanilla slstm_forward_pointwise) and its
+    gated GELU feed-forward block."""
+
+    def __init__(self, d, heads, d_conv, d_ff):
+        super().__init__()
+        dh = d // heads
+        self.h, self.d_ff = heads, d_ff
+        self.norm = nn.Parameter(torch.ones(d))
+        self.conv = nn.Conv1d(d, d, d_conv, groups=d, padding=d_conv - 1, bias=True)
+        self.gates = nn.Parameter(torch.zeros(4, heads, dh, dh))
+        self.recurrent = nn.Parameter(torch.zeros(4, heads, dh, dh))
+        self.bias = nn.Parameter(torch.zeros(4, heads, dh))
+        self.out_norm = nn.Parameter(torch.ones(d))
+        self.ffn_norm = nn.Parameter(torch.ones(d))
+        self.up = nn.Linear(d, 2 * d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d, bias=False)
+
+    def forward(self, u):
+        b, l, d = u.shape
+        x = x_layer_norm(u, self.norm)
+        xc = x_causal_conv_silu(self.conv, x)
+        wx = [x_headwise(xc, self.gates[0]), x_headwise(xc, self.gates[1]),
+              x_headwise(x, self.gates[2]), x_headwise(x, self.gates[3])]
+        y = c = n = m = torch.zeros(b, d)
+        outs = []
+        for t in range(l):
+            ry = torch.einsum("bhi,ghoi->bgho", y.reshape(b, self.h, -1), self.recurrent) + self.bias
+            iraw, fraw, zraw, oraw = (wx[g][:, t] + ry[:, g].reshape(b, d) for g in range(4))
+            logfplusm = m + F.logsigmoid(fraw)
+            mnew = iraw if t == 0 else torch.max(iraw, logfplusm)
+            igate = torch.minimum(torch.exp(iraw - mnew), torch.ones_like(iraw))
+            fgate = torch.minimum(torch.exp(logfplusm - mnew), torch.ones_like(iraw))
+            c = fgate * c + igate * torch.tanh(zraw)
+            n = fgate * n + igate
+            y = torch.sigmoid(oraw) * c / n
+            m = mnew
+            outs.append(y)
+        h = u + x_head_norm(torch.stack(outs, 1), self.h, self.out_norm)
+        gate, up = self.up(x_layer_norm(h, self.ffn_norm)).split(self.d_ff, dim=-1)
+        return h + self.down(F.gelu(gate) * up)
+
+
+class XLSTM(nn.Module):
+    def __init__(self, vocab, blocks="msms", d_model=256, heads=4, d_conv=4, d_ff=None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.blocks = nn.ModuleList(
+            XMBlock(d_model, heads, d_conv) if kind == "m" else XSBlock(d_model, heads, d_conv, d_ff)
+            for kind in blocks)
+        self.norm = nn.Parameter(torch.ones(d_model))
+        self.head = nn.Linear(d_model, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x_layer_norm(x, self.norm))
+
+
+
 class Composed(nn.Module):
     """The hybrid plugin's models: embedding, blocks (A: a Llama block, M: Mamba, 2: Mamba-2),
     final RMSNorm, head tied to the embedding unless tie_embeddings is false."""
@@ -502,6 +629,8 @@ def build(name, vocab, max_length, options):
         return Mamba2(vocab, **options)
     if name == "deltanet":
         return DeltaNet(vocab, **options)
+    if name == "xlstm":
+        return XLSTM(vocab, **options)
     if name in ("hybrid", "looped"):
         # The C++ side's resolved options also hold initialisation settings the logits do not
         # depend on (dt_min, dt_max) and the chunk size of Mamba-2's scan.

@@ -38,10 +38,11 @@ const std::map<std::string, std::string> kSmall = {
      "{d_state: 8, dt_rank: 4}, mamba2: {headdim: 8, d_state: 8, chunk_size: 4}}"},
     {"looped",
      "{name: looped, loops: 3, inject: true, d_model: 16, attention: {heads: 2, d_ff: 32}}"},
+    {"xlstm", "{name: xlstm, blocks: ms, d_model: 16, heads: 2}"},
 };
-const std::vector<std::string> kModels = {"lstm",     "gru",       "gpt2",  "llama",
-                                          "pythia",   "dense_ssm", "mamba", "mamba2",
-                                          "deltanet", "hybrid",    "looped"};
+const std::vector<std::string> kModels = {"lstm",     "gru",       "gpt2",   "llama",
+                                          "pythia",   "dense_ssm", "mamba",  "mamba2",
+                                          "deltanet", "hybrid",    "looped", "xlstm"};
 
 std::shared_ptr<SequenceModel> make(const std::string& yaml, int64_t vocab, int64_t length,
                                     uint64_t seed) {
@@ -98,7 +99,8 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
       {"mamba2", "embed, block.0-1, norm"},
       {"deltanet", "embed, block.0-1, norm"},
       {"hybrid", "embed, mamba.0, attn.1, mamba2.2, norm"},
-      {"looped", "embed, loop.0-2, norm"}};
+      {"looped", "embed, loop.0-2, norm"},
+      {"xlstm", "embed, block.0-1, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
   for (const auto& target : seen) {
     model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {

@@ -1,0 +1,289 @@
+// xLSTM (Beck et al. 2024), as NX-AI/xlstm's vanilla (PyTorch) backends compute it: a stack of
+// mLSTM and sLSTM blocks, each pre-LayerNorm residual, a final LayerNorm and a linear head.
+//   mLSTM block (matrix memory, parallel form): up-projection by 2 into x and z; x through a
+//     depthwise causal convolution and SiLU gives q and k, x itself v (block-diagonal
+//     projections of 4x4 blocks); per head C_t = f_t C_{t-1} + i_t v_t k_t^T / sqrt(d),
+//     n_t = f_t n_{t-1} + i_t k_t / sqrt(d), h_t = C_t q_t / max(|n_t . q_t|, 1), with the
+//     input gate exponential and the forget gate sigmoid (both from q, k, v), stabilized in
+//     log space; a per-head LayerNorm, a learnable skip of the convolution's output, gated by
+//     SiLU(z), projected down.
+//   sLSTM block (scalar memory, recurrent gates): per head block-diagonal input and recurrent
+//     weights; i and f read the convolved input, z and o the input;
+//     c_t = f c_{t-1} + i tanh(z), n_t = f n_{t-1} + i, h_t = o c_t / n_t, i = exp(.) and
+//     f = sigmoid(.) stabilized by m_t = max(log f + m_{t-1}, log i); a per-head LayerNorm;
+//     then a gated GELU feed-forward block (pre-LayerNorm residual).
+// The mLSTM's forget gate lies in (0, 1); the sLSTM's nonlinear recurrence is what lets xLSTM
+// track states such as parity. Step-by-step recurrences use LibTorch's operations
+// (differentiated by autograd); initialisation as the reference's (small_init, wang_init, the
+// gates' biases, sLSTM's power-law forget-gate bias).
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <induct/model.hpp>
+#include <induct/nn/conv.hpp>
+#include <induct/nn/linear.hpp>
+#include <induct/plugin.hpp>
+
+#include "blocks/project.hpp"
+
+namespace {
+
+using induct::blocks::project;
+
+struct Config {
+  int64_t vocab = 0, d_model = 256, heads = 4, d_conv = 4, d_ff = 0;
+  std::string blocks = "msms";
+  int64_t inner() const { return 2 * d_model; }  // the mLSTM's up-projection
+};
+
+constexpr int64_t kQkvBlock = 4;  // the mLSTM's q, k, v projections: 4x4 blocks
+constexpr double kNormEps = 1e-5;
+
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias = false) {
+  return induct::blocks::linear(in, out, bias);
+}
+
+void small_init(torch::Tensor w, int64_t dim) { w.normal_(0.0, std::sqrt(2.0 / (5.0 * dim))); }
+void wang_init(torch::Tensor w, int64_t dim, int64_t blocks) {
+  w.normal_(0.0, 2.0 / static_cast<double>(blocks) / std::sqrt(static_cast<double>(dim)));
+}
+
+// LayerNorm with a weight and no bias over the last dimension.
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight) {
+  return torch::layer_norm(x, {x.size(-1)}, weight, {}, kNormEps);
+}
+
+// A LayerNorm per head: [B, T, H*D] normalized over each head's D features.
+torch::Tensor head_norm(const torch::Tensor& x, int64_t heads, const torch::Tensor& weight) {
+  const auto sizes = x.sizes().vec();
+  return torch::group_norm(x.reshape({-1, x.size(-1)}), heads, weight, {}, kNormEps).reshape(sizes);
+}
+
+// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block.
+torch::Tensor headwise(const torch::Tensor& x, const torch::Tensor& weight) {
+  const int64_t H = weight.size(0), in = weight.size(2);
+  auto sizes = x.sizes().vec();
+  sizes.back() = H * weight.size(1);
+  return torch::einsum("nhi,hoi->nho", {x.reshape({-1, H, in}), weight}).reshape(sizes);
+}
+
+torch::nn::Conv1d depthwise(int64_t channels, int64_t kernel) {
+  return torch::nn::Conv1d(
+      torch::nn::Conv1dOptions(channels, channels, kernel).groups(channels).bias(true));
+}
+
+torch::Tensor causal_conv_silu(const torch::nn::Conv1d& conv, const torch::Tensor& x) {
+  return induct::nn::causal_conv1d(x, conv->weight.squeeze(1), conv->bias, true);
+}
+
+// The mLSTM cell in its parallel, stabilized form (NX-AI/xlstm parallel_stabilized_simple):
+// q, k, v [B, H, T, D], gate pre-activations [B, H, T, 1] -> [B, H, T, D].
+torch::Tensor mlstm_parallel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& igate, const torch::Tensor& fgate) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
+  const auto log_f = torch::log_sigmoid(fgate);  // [B, H, T, 1]
+  const auto cumsum = torch::cat({torch::zeros({B, H, 1, 1}, q.options()), log_f.cumsum(-2)}, -2);
+  // log_fg[i][j] = sum of log f over j+1..i (j <= i), -inf above the diagonal.
+  const auto differences = (cumsum - cumsum.transpose(-2, -1)).narrow(-2, 1, T).narrow(-1, 1, T);
+  const auto causal = torch::ones({T, T}, q.options().dtype(torch::kBool)).tril();
+  const auto log_fg = torch::where(causal, differences, torch::full({}, -INFINITY, q.options()));
+  const auto log_d = log_fg + igate.transpose(-2, -1);      // [B, H, T, T]
+  const auto max_log_d = std::get<0>(log_d.max(-1, true));  // [B, H, T, 1]
+  const auto d = torch::exp(log_d - max_log_d);
+  const auto c = torch::matmul(q, (k / std::sqrt(static_cast<double>(D))).transpose(-2, -1)) * d;
+  const auto normalizer = torch::maximum(c.sum(-1, true).abs(), torch::exp(-max_log_d));
+  return torch::matmul(c / (normalizer + 1e-6), v);
+}
+
+class MBlock : public torch::nn::Module {
+ public:
+  MBlock(const Config& c, int64_t blocks) : c_(c) {
+    const int64_t d = c.d_model, inner = c.inner(), H = c.heads;
+    norm = register_parameter("norm", torch::ones({d}));
+    up = register_module("up", linear(d, 2 * inner));
+    conv = register_module("conv", depthwise(inner, c.d_conv));
+    const int64_t projections = inner / kQkvBlock;
+    q = register_parameter("q", torch::empty({projections, kQkvBlock, kQkvBlock}));
+    k = register_parameter("k", torch::empty({projections, kQkvBlock, kQkvBlock}));
+    v = register_parameter("v", torch::empty({projections, kQkvBlock, kQkvBlock}));
+    igate = register_module("igate", linear(3 * inner, H, true));
+    fgate = register_module("fgate", linear(3 * inner, H, true));
+    out_norm = register_parameter("out_norm", torch::ones({inner}));
+    skip = register_parameter("skip", torch::ones({inner}));
+    down = register_module("down", linear(inner, d));
+    torch::NoGradGuard no_grad;
+    small_init(up->weight, d);
+    for (auto* w : {&q, &k, &v}) small_init(*w, d);
+    fgate->weight.zero_();
+    fgate->bias.copy_(torch::linspace(3.0, 6.0, H));
+    igate->weight.zero_();
+    igate->bias.normal_(0.0, 0.1);
+    wang_init(down->weight, d, blocks);
+  }
+
+  torch::Tensor forward(const torch::Tensor& input) {  // [B, T, d_model]
+    const int64_t B = input.size(0), T = input.size(1), H = c_.heads, inner = c_.inner();
+    const auto parts = project(up, layer_norm(input, norm)).split(inner, -1);
+    const auto& x = parts[0];
+    const auto& z = parts[1];
+    const auto xc = causal_conv_silu(conv, x);
+    const auto qt = headwise(xc, q), kt = headwise(xc, k), vt = headwise(x, v);
+    const auto gates_in = torch::cat({qt, kt, vt}, -1);
+    const auto per_head = [&](const torch::Tensor& t) {  // [B, T, inner] -> [B, H, T, D]
+      return t.reshape({B, T, H, inner / H}).transpose(1, 2);
+    };
+    const auto i_pre = project(igate, gates_in).transpose(1, 2).unsqueeze(-1);  // [B, H, T, 1]
+    const auto f_pre = project(fgate, gates_in).transpose(1, 2).unsqueeze(-1);
+    auto h = mlstm_parallel(per_head(qt), per_head(kt), per_head(vt), i_pre, f_pre);
+    h = head_norm(h.transpose(1, 2).reshape({B, T, inner}), H, out_norm);
+    h = (h + skip * xc) * torch::silu(z);
+    return input + project(down, h);
+  }
+
+  torch::Tensor norm, q, k, v, out_norm, skip;
+  torch::nn::Linear up{nullptr}, igate{nullptr}, fgate{nullptr}, down{nullptr};
+  torch::nn::Conv1d conv{nullptr};
+
+ private:
+  Config c_;
+};
+
+class SBlock : public torch::nn::Module {
+ public:
+  // `index`: the block's place in the stack of `blocks` (the forget gate's bias depends on it).
+  SBlock(const Config& c, int64_t index, int64_t blocks) : c_(c) {
+    const int64_t d = c.d_model, H = c.heads, D = d / H;
+    norm = register_parameter("norm", torch::ones({d}));
+    conv = register_module("conv", depthwise(d, c.d_conv));
+    gates = register_parameter("gates", torch::empty({4, H, D, D}));  // i, f, z, o
+    recurrent = register_parameter("recurrent", torch::zeros({4, H, D, D}));
+    bias = register_parameter("bias", torch::zeros({4, H, D}));
+    out_norm = register_parameter("out_norm", torch::ones({d}));
+    ffn_norm = register_parameter("ffn_norm", torch::ones({d}));
+    up = register_module("up", linear(d, 2 * c.d_ff));
+    down = register_module("down", linear(c.d_ff, d));
+    torch::NoGradGuard no_grad;
+    small_init(gates, d);
+    const double ratio = blocks > 1 ? static_cast<double>(index) / (blocks - 1) : 0.0;
+    const auto position = D > 1 ? torch::arange(D, torch::kFloat) / (D - 1) : torch::zeros({1});
+    bias[1].copy_((-(-5.0 + 12.0 * position.pow(0.3 + 1.3 * ratio))).expand({H, D}));
+    small_init(up->weight, d);
+    wang_init(down->weight, d, blocks);
+  }
+
+  torch::Tensor forward(const torch::Tensor& input) {  // [B, T, d_model]
+    const int64_t B = input.size(0), T = input.size(1), H = c_.heads, d = c_.d_model;
+    const auto x = layer_norm(input, norm);
+    const auto xc = causal_conv_silu(conv, x);
+    // The input's part of each gate's pre-activation, [B, T, d] each.
+    const auto i_x = headwise(xc, gates[0]), f_x = headwise(xc, gates[1]);
+    const auto z_x = headwise(x, gates[2]), o_x = headwise(x, gates[3]);
+    auto y = torch::zeros({B, d}, x.options());
+    torch::Tensor c = y, n = y, m = y;
+    std::vector<torch::Tensor> outputs;
+    outputs.reserve(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      // The recurrent part, per gate and head: [B, 4, H, D].
+      const auto r = torch::einsum("bhi,ghoi->bgho", {y.reshape({B, H, d / H}), recurrent}) + bias;
+      const auto gate = [&](int64_t g, const torch::Tensor& from_x) {
+        return from_x.select(1, t) + r.select(1, g).reshape({B, d});
+      };
+      const auto i_raw = gate(0, i_x), f_raw = gate(1, f_x), z_raw = gate(2, z_x),
+                 o_raw = gate(3, o_x);
+      const auto log_f_plus_m = m + torch::log_sigmoid(f_raw);
+      const auto m_new = t == 0 ? i_raw : torch::maximum(i_raw, log_f_plus_m);
+      const auto i = torch::clamp_max(torch::exp(i_raw - m_new), 1.0);
+      const auto f = torch::clamp_max(torch::exp(log_f_plus_m - m_new), 1.0);
+      c = f * c + i * torch::tanh(z_raw);
+      n = f * n + i;
+      y = torch::sigmoid(o_raw) * c / n;
+      m = m_new;
+      outputs.push_back(y);
+    }
+    const auto h = input + head_norm(torch::stack(outputs, 1), H, out_norm);
+    const auto parts = project(up, layer_norm(h, ffn_norm)).split(c_.d_ff, -1);
+    return h + project(down, torch::gelu(parts[0]) * parts[1]);
+  }
+
+  torch::Tensor norm, gates, recurrent, bias, out_norm, ffn_norm;
+  torch::nn::Conv1d conv{nullptr};
+  torch::nn::Linear up{nullptr}, down{nullptr};
+
+ private:
+  Config c_;
+};
+
+class XLstm final : public induct::SequenceModel {
+ public:
+  explicit XLstm(const Config& c) {
+    const int64_t n = static_cast<int64_t>(c.blocks.size());
+    embed_ = register_module("embed", torch::nn::Embedding(c.vocab, c.d_model));
+    auto list = register_module("blocks", torch::nn::ModuleList());
+    for (int64_t i = 0; i < n; ++i) {
+      if (c.blocks[i] == 'm') {
+        auto block = std::make_shared<MBlock>(c, n);
+        list->push_back(block);
+        layers_.push_back([block](const torch::Tensor& x) { return block->forward(x); });
+      } else {
+        auto block = std::make_shared<SBlock>(c, i, n);
+        list->push_back(block);
+        layers_.push_back([block](const torch::Tensor& x) { return block->forward(x); });
+      }
+    }
+    norm_ = register_parameter("norm", torch::ones({c.d_model}));
+    head_ = register_module("head", linear(c.d_model, c.vocab));
+    torch::NoGradGuard no_grad;
+    small_init(embed_->weight, c.d_model);
+    small_init(head_->weight, c.d_model);
+  }
+
+  torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
+    auto x = hooks("embed", embed_(tokens));
+    for (size_t i = 0; i < layers_.size(); ++i)
+      x = hooks("block." + std::to_string(i), layers_[i](x));
+    return project(head_, hooks("norm", layer_norm(x, norm_)));
+  }
+
+ private:
+  torch::nn::Embedding embed_{nullptr};
+  std::vector<std::function<torch::Tensor(const torch::Tensor&)>> layers_;
+  torch::Tensor norm_;
+  torch::nn::Linear head_{nullptr};
+};
+
+std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
+  const auto& o = ctx.options;
+  const long max = induct::kMaxModelDimension;
+  Config c;
+  c.vocab = ctx.vocab_size;
+  c.blocks = o.get<std::string>("blocks", c.blocks);
+  if (c.blocks.empty() || c.blocks.size() > 64 ||
+      c.blocks.find_first_not_of("ms") != std::string::npos)
+    o.fail("blocks", "must be 1 to 64 letters m (mLSTM) and s (sLSTM), e.g. msms");
+  c.d_model = induct::get_in_range(o, "d_model", c.d_model, 1, max);
+  c.heads = induct::get_in_range(o, "heads", c.heads, 1, max);
+  c.d_conv = induct::get_in_range(o, "d_conv", c.d_conv, 1, 64);
+  // The sLSTM block's feed-forward width: 4/3 d_model rounded up to a multiple of 64.
+  const long d_ff = (4 * c.d_model / 3 + (4 * c.d_model % 3 != 0) + 63) / 64 * 64;
+  c.d_ff = induct::get_in_range(o, "d_ff", d_ff, 1, max);
+  if (c.d_model % c.heads != 0)
+    o.fail("heads", "must divide d_model (" + std::to_string(c.d_model) + ")");
+  if (c.inner() % kQkvBlock != 0 || (c.inner() / c.heads) * c.heads != c.inner())
+    o.fail("d_model", "2 d_model must be a multiple of 4 (the mLSTM's projection blocks)");
+  return std::make_unique<XLstm>(c);
+}
+
+void register_components(induct::Registrar& r) {
+  r.add_model("xlstm",
+              "xLSTM: mLSTM (matrix memory) and sLSTM (recurrent scalar memory) blocks "
+              "(blocks=msms, d_model=256, heads=4, d_conv=4, d_ff=4/3 d_model rounded up to 64)",
+              make);
+}
+
+}  // namespace
+
+INDUCT_PLUGIN("xlstm", "1.0.0", register_components)
