@@ -12,8 +12,9 @@
 //     last.
 // q, k and v come from one projection and a depthwise causal convolution (d_conv) with SiLU; q
 // and k are L2-normalized per head and q scaled by 1/sqrt(d_k); each head's output goes through
-// an RMSNorm shared by the heads, then the output projection. The recurrence runs step by step
-// with LibTorch's operations (differentiated by autograd).
+// an RMSNorm shared by the heads, then the output projection. The recurrence runs in the SDK's
+// chunked form (induct/nn/delta.hpp, chunks of kChunk steps; DeltaProduct's n steps per token
+// as n steps of one longer sequence).
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <induct/model.hpp>
 #include <induct/nn/conv.hpp>
+#include <induct/nn/delta.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/mlp.hpp>
 #include <induct/nn/norms.hpp>
@@ -40,6 +42,8 @@ struct Config {
 };
 
 using induct::blocks::project;
+
+constexpr int64_t kChunk = 64;  // the delta rule's chunk (steps; n per token with householder n)
 
 torch::nn::Linear linear(int64_t in, int64_t out) { return induct::blocks::linear(in, out, false); }
 
@@ -85,23 +89,24 @@ class DeltaBlock : public torch::nn::Module {
     const auto v = parts[2].reshape({B, T, n, H, D});
     auto b = torch::sigmoid(project(beta, x)).reshape({B, T, n, H});
     if (c_.negative_eigenvalues) b = 2 * b;
-    torch::Tensor g;
-    if (c_.gate) g = torch::exp(-torch::exp(A_log) * torch::softplus(project(decay, x) + dt_bias));
-
-    auto S = torch::zeros({B, H, D, D}, x.options());  // [.., d_k, d_v]
-    std::vector<torch::Tensor> outputs;
-    outputs.reserve(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      if (c_.gate) S = S * g.select(1, t).unsqueeze(-1).unsqueeze(-1);
-      for (int64_t j = 0; j < n; ++j) {
-        const auto kt = k.select(1, t).select(1, j), vt = v.select(1, t).select(1, j);  // [B,H,D]
-        const auto bt = b.select(1, t).select(1, j).unsqueeze(-1);                      // [B,H,1]
-        const auto read = torch::matmul(kt.unsqueeze(-2), S).squeeze(-2);  // S^T k: [B,H,D]
-        S = S + kt.unsqueeze(-1) * (bt * (vt - read)).unsqueeze(-2);
-      }
-      outputs.push_back(torch::matmul(q.select(1, t).unsqueeze(-2), S).squeeze(-2));  // S^T q
+    torch::Tensor log_decay;  // [B, H, T * n]: the decay before a token's first step
+    if (c_.gate) {
+      const auto g = -torch::exp(A_log) * torch::softplus(project(decay, x) + dt_bias);  // [B,T,H]
+      log_decay = torch::cat({g.unsqueeze(2), torch::zeros({B, T, n - 1, H}, g.options())}, 2)
+                      .reshape({B, T * n, H})
+                      .transpose(1, 2);
     }
-    auto o = out_norm(torch::stack(outputs, 1));  // [B, T, H, D]
+    // Token t's n steps are steps t n .. t n + n - 1; its output is read after the last.
+    const auto steps = [&](const torch::Tensor& t) {  // [B, T, n, H, D] -> [B, H, T n, D]
+      return t.reshape({B, T * n, H, D}).transpose(1, 2);
+    };
+    const auto q_steps = q.unsqueeze(2).expand({B, T, n, H, D});
+    const auto o_steps =
+        induct::nn::delta_rule(steps(q_steps), steps(k), steps(v),
+                               b.reshape({B, T * n, H}).transpose(1, 2), log_decay, kChunk * n);
+    const auto o_tokens =  // [B, T, H, D]
+        o_steps.transpose(1, 2).reshape({B, T, n, H, D}).select(2, n - 1);
+    auto o = out_norm(o_tokens);  // [B, T, H, D]
     o = o.reshape({B, T, c_.d_model});
     if (c_.gate) o = o * torch::silu(project(out_gate, x));
     const auto h = input + project(out, o);
@@ -169,4 +174,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("deltanet", "1.0.0", register_components)
+INDUCT_PLUGIN("deltanet", "1.1.0", register_components)
