@@ -43,7 +43,7 @@ struct Config {
 
 using induct::blocks::project;
 
-constexpr int64_t kChunk = 64;  // the delta rule's chunk (steps; n per token with householder n)
+constexpr int64_t kChunk = 16;  // the delta rule's chunk (steps; n per token with householder n)
 
 torch::nn::Linear linear(int64_t in, int64_t out) { return induct::blocks::linear(in, out, false); }
 
