@@ -131,6 +131,20 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
     const double recurrence = 2 * B * T * H * Dk * Dk * (2 * n + 1) + 2 * K * B * T * C;
     return layers * (projections + recurrence) + 2 * B * T * d * V;
   }
+  if (kind == "xlstm") {
+    const double d = get("d_model"), H = get("heads"), K = get("d_conv"), ff = get("d_ff"),
+                 I = 2 * d;
+    double total = 2 * B * T * d * V;
+    for (char block : m["blocks"].as<std::string>()) {
+      if (block == 'm')  // projections (q, k, v in 4x4 blocks), the gates, the conv, and the
+                         // parallel form's two T x T products per head
+        total += 2 * B * T * (d * 2 * I + 3 * 4 * I + 3 * I * H * 2 + I * d) + 2 * K * B * T * I +
+                 4 * B * T * T * I;
+      else  // input and recurrent block-diagonal gates, the conv, the gated feed-forward block
+        total += 2 * B * T * (8 * d * d / H + 3 * d * ff) + 2 * K * B * T * d;
+    }
+    return total;
+  }
   if (kind == "hybrid" || kind == "looped") {
     // Each layer (or loop) as a one-layer model of its kind, less that model's head.
     const std::string layers =
@@ -154,12 +168,13 @@ double forward_flops(const std::string& kind, const YAML::Node& m, double B, dou
 
 int main(int argc, char** argv) {
   po::options_description options("induct_bench options");
-  options.add_options()("models",
-                        po::value<std::string>()->default_value(
-                            "lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2,deltanet"),
-                        "models")("lengths", po::value<std::string>()->default_value("10,30,62"),
-                                  "tokens per sequence")(
-      "batch", po::value<int64_t>()->default_value(64), "batch size")(
+  options.add_options()(
+      "models",
+      po::value<std::string>()->default_value(
+          "lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2,deltanet,xlstm"),
+      "models")("lengths", po::value<std::string>()->default_value("10,30,62"),
+                "tokens per sequence")("batch", po::value<int64_t>()->default_value(64),
+                                       "batch size")(
       "seconds", po::value<double>()->default_value(3.0), "time per measurement")(
       "small", "d_model 64, 2 layers (the sizes a CPU user runs)")(
       "threads", po::value<int>()->default_value(1), "intra-op threads")(
@@ -206,6 +221,7 @@ int main(int argc, char** argv) {
       {"mamba2", small ? "{name: mamba2, layers: 2, d_model: 64}" : "{name: mamba2}"},
       {"deltanet", small ? "{name: deltanet, layers: 2, d_model: 64, heads: 4, d_ff: 256}"
                          : "{name: deltanet}"},
+      {"xlstm", small ? "{name: xlstm, blocks: ms, d_model: 64}" : "{name: xlstm}"},
       {"hybrid", small ? "{name: hybrid, pattern: MA, d_model: 64, attention: {d_ff: 256}, mamba: "
                          "{d_state: 16}}"
                        : "{name: hybrid}"},

@@ -10,10 +10,10 @@
 # one measurement of either moves by up to 40% from one run to the next.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-small="" models="lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2" lengths="10,30,62" seconds=3 rounds=3
+small="" models="lstm,lstm768,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2,deltanet,xlstm" lengths="10,30,62" seconds=3 rounds=3
 while [ $# -gt 0 ]; do
   case "$1" in
-    --small) small="--small"; models="lstm,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2"; shift ;;
+    --small) small="--small"; models="lstm,gru,gpt2,llama,pythia,dense_ssm,mamba,mamba2,deltanet,xlstm"; shift ;;
     --models) models=$2; shift 2 ;;
     --lengths) lengths=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;

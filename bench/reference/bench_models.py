@@ -28,6 +28,8 @@ PAPER = {
     "mamba": ("mamba", {}),
     "gru": ("gru", dict(hidden=256)),
     "mamba2": ("mamba2", dict(chunked=True)),
+    "deltanet": ("deltanet", {}),
+    "xlstm": ("xlstm", dict(d_ff=384)),
 }
 SMALL = {
     "lstm": ("lstm", dict(hidden=64)),
@@ -38,6 +40,8 @@ SMALL = {
     "mamba": ("mamba", dict(layers=2, d_model=64)),
     "gru": ("gru", dict(hidden=64)),
     "mamba2": ("mamba2", dict(layers=2, d_model=64, chunked=True)),
+    "deltanet": ("deltanet", dict(layers=2, d_model=64, heads=4, d_ff=256)),
+    "xlstm": ("xlstm", dict(blocks="ms", d_model=64, d_ff=128)),
 }
 
 

@@ -364,7 +364,13 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
   Ranks ranks;
   report.row_of = [&](const YAML::Node& task, const YAML::Node& model, const std::string& format) {
     const std::string m = model_labels(model), t = component_label(task);
-    return RowKey{ranks("model", m), rank_of(kFormatOrder, format), ranks("task", t), m, format, t};
+    // The paper's formats in its order, then the others (a format plugin's, or one with
+    // options: code_trace(every=1) and code_trace(every=3) are two rows) as they come.
+    const int known = rank_of(kFormatOrder, format);
+    const int f = known < static_cast<int>(kFormatOrder.size())
+                      ? known
+                      : static_cast<int>(kFormatOrder.size()) + ranks("format", format);
+    return RowKey{ranks("model", m), f, ranks("task", t), m, format, t};
   };
   // Each kind's tables and figures, in the registry's order.
   for (const KindReport& kind : kinds) kind.report(report);

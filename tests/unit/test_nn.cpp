@@ -260,7 +260,8 @@ BOOST_AUTO_TEST_CASE(chunked_delta_rule_matches_the_recurrence_forward_and_backw
   for (bool decays : {false, true}) {
     auto reference = delta_run(inputs, decays, 0);
     for (int64_t chunk : {1, 3, 4, 11, 16}) {
-      auto chunked = delta_run(inputs, decays, chunk), in_float_run = delta_run(in_float, decays, chunk);
+      auto chunked = delta_run(inputs, decays, chunk),
+           in_float_run = delta_run(in_float, decays, chunk);
       for (size_t i = 0; i < reference.size(); ++i) {
         BOOST_TEST(torch::allclose(chunked[i], reference[i], 1e-9, 1e-11),
                    names[i] << " chunk " << chunk << " decays " << decays);
@@ -275,7 +276,8 @@ BOOST_AUTO_TEST_CASE(chunked_delta_rule_matches_the_recurrence_forward_and_backw
 // The rule itself on a hand-checked case: beta = 1 with a unit key replaces the value stored
 // under that key (the state reads back the new value), beta = 2 flips the old one's sign.
 BOOST_AUTO_TEST_CASE(delta_rule_overwrites_along_the_key) {
-  auto q = torch::zeros({1, 1, 2, 2}), k = torch::zeros({1, 1, 2, 2}), v = torch::zeros({1, 1, 2, 1});
+  auto q = torch::zeros({1, 1, 2, 2}), k = torch::zeros({1, 1, 2, 2}),
+       v = torch::zeros({1, 1, 2, 1});
   k.index_put_({0, 0, 0, 0}, 1.0);  // both steps write under e_1
   k.index_put_({0, 0, 1, 0}, 1.0);
   q.index_put_({0, 0, 1, 0}, 1.0);  // the second step reads e_1
@@ -284,8 +286,10 @@ BOOST_AUTO_TEST_CASE(delta_rule_overwrites_along_the_key) {
   for (double b2 : {1.0, 2.0}) {
     auto beta = torch::tensor({1.0, b2}).reshape({1, 1, 2});
     for (int64_t chunk : {1, 2}) {
-      const double read = induct::nn::delta_rule(q, k, v, beta, {}, chunk)[0][0][1][0].item<double>();
-      // S = 3 e_1 after step 1; step 2: S + e_1 (b2 (5 - 3)): 5 for b2 = 1, 7 = -3 + 2*5 for b2 = 2.
+      const double read =
+          induct::nn::delta_rule(q, k, v, beta, {}, chunk)[0][0][1][0].item<double>();
+      // S = 3 e_1 after step 1; step 2: S + e_1 (b2 (5 - 3)): 5 for b2 = 1, 7 = -3 + 2*5 for b2
+      // = 2.
       BOOST_TEST(read == (b2 == 1.0 ? 5.0 : 7.0), "beta " << b2 << " chunk " << chunk);
     }
   }

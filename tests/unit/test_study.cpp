@@ -1042,6 +1042,31 @@ training: {learning_rates: [1e-3], seeds: [10, 20], max_steps: 800}
   BOOST_TEST(table.find("| 3 ") != std::string::npos, table);  // the latest N*
 }
 
+// Two settings of one format (a code trace printing every state and every third) are two rows
+// of the N* table, each with its own N*, and their figures' files are named safely.
+BOOST_AUTO_TEST_CASE(formats_with_options_are_rows_of_their_own) {
+  Run run(R"(study: nstar
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8}
+data: {distribution: fixed, L: 3}
+grid: {data.format.every: [1, 3], data.format.name: [code_trace]}
+training: {learning_rates: [1e-3], seeds: [10, 20]}
+)",
+          "trace_rows");
+  FakeRunner runner([](const Cell& cell) {
+    return cell.format["every"].as<int>() == 1 ? uint64_t{2} : uint64_t{7};
+  });
+  BOOST_TEST(run.go(runner) == 0);
+  const std::string table = test::read(run.dir + "/nstar_table.md");
+  BOOST_TEST(table.find("| lstm  | code_trace(every=1) | modular(m=2) | 2 ") != std::string::npos,
+             table);
+  BOOST_TEST(table.find("| lstm  | code_trace(every=3) | modular(m=2) | 7 ") != std::string::npos,
+             table);
+  BOOST_TEST(
+      test::run_command("ls " + run.dir + "/figures | grep -q 'code_trace_every_3_'").exit_code ==
+      0);
+}
+
 // Published values (written here, not the paper's) beside ours: the value, the ratio, a mark
 // beyond the factor, a not-learned mismatch, a row that matches no cell; a bad file names its
 // line.

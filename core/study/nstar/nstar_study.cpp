@@ -176,7 +176,7 @@ void NstarStudy::report(ReportContext& report) const {
       highest = std::max(highest, points.rbegin()->first);
     }
     // The lengths run, and room below N* = 1 (log scale) so that it is not on the axis.
-    Figure f{"nstar_" + safe(task) + "_" + format + "_" + distribution,
+    Figure f{"nstar_" + safe(task) + "_" + safe(format) + "_" + distribution,
              "N* against L: " + plot.task + ", " + format + ", " + distribution,
              "L (maximum length)",
              "N* (training sequences)",

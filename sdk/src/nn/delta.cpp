@@ -9,9 +9,9 @@ namespace {
 void check(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
            const torch::Tensor& beta, const torch::Tensor& log_decay) {
   TORCH_CHECK(q.dim() == 4 && k.sizes() == q.sizes(), "delta_rule: q and k must be [B, H, T, D_k]");
-  TORCH_CHECK(v.dim() == 4 && v.size(0) == q.size(0) && v.size(1) == q.size(1) &&
-                  v.size(2) == q.size(2),
-              "delta_rule: v must be [B, H, T, D_v]");
+  TORCH_CHECK(
+      v.dim() == 4 && v.size(0) == q.size(0) && v.size(1) == q.size(1) && v.size(2) == q.size(2),
+      "delta_rule: v must be [B, H, T, D_v]");
   TORCH_CHECK(beta.sizes() == q.sizes().slice(0, 3), "delta_rule: beta must be [B, H, T]");
   TORCH_CHECK(!log_decay.defined() || log_decay.sizes() == beta.sizes(),
               "delta_rule: log_decay must be [B, H, T] or undefined");
@@ -43,8 +43,8 @@ torch::Tensor delta_rule_reference(const torch::Tensor& q, const torch::Tensor& 
   out.reserve(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) {
     if (log_decay.defined()) S = S * torch::exp(log_decay.select(2, t)).unsqueeze(-1).unsqueeze(-1);
-    const auto kt = k.select(2, t), vt = v.select(2, t);                     // [B, H, D]
-    const auto read = torch::matmul(kt.unsqueeze(-2), S).squeeze(-2);         // S^T k
+    const auto kt = k.select(2, t), vt = v.select(2, t);               // [B, H, D]
+    const auto read = torch::matmul(kt.unsqueeze(-2), S).squeeze(-2);  // S^T k
     S = S + kt.unsqueeze(-1) * (beta.select(2, t).unsqueeze(-1) * (vt - read)).unsqueeze(-2);
     out.push_back(torch::matmul(q.select(2, t).unsqueeze(-2), S).squeeze(-2));  // S^T q
   }
@@ -52,8 +52,7 @@ torch::Tensor delta_rule_reference(const torch::Tensor& q, const torch::Tensor& 
 }
 
 torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                         const torch::Tensor& beta, const torch::Tensor& log_decay,
-                         int64_t chunk) {
+                         const torch::Tensor& beta, const torch::Tensor& log_decay, int64_t chunk) {
   check(q, k, v, beta, log_decay);
   TORCH_CHECK(chunk >= 1, "delta_rule: chunk must be at least 1");
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dk = q.size(3), Dv = v.size(3);
@@ -70,8 +69,8 @@ torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const t
     // product of the chunk's decays up to t.
     torch::Tensor decay, g_t;  // [B, H, Q, Q], [B, H, Q, 1]
     if (decays) {
-      const auto a = log_decay.narrow(2, start, Q);                   // [B, H, Q]
-      const auto rows = a.unsqueeze(-2).expand({B, H, Q, Q});          // [t][s] = a_s
+      const auto a = log_decay.narrow(2, start, Q);            // [B, H, Q]
+      const auto rows = a.unsqueeze(-2).expand({B, H, Q, Q});  // [t][s] = a_s
       // sum of a_{s+1..t} for s < t: the row's entries past s and up to t.
       const auto upto = torch::where(causal, rows, torch::zeros({}, a.options()));
       const auto sums = upto.flip(-1).cumsum(-1).flip(-1);  // [t][s] = sum a_{s..t}
@@ -82,7 +81,7 @@ torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const t
     auto kk = torch::matmul(kc, kc.transpose(-2, -1));  // [B, H, Q, Q]
     if (decays) kk = kk * decay;
     const auto lower = torch::where(strict, kk, torch::zeros({}, kk.options()));
-    const auto k_read = decays ? kc * g_t : kc;                   // diag(G) K
+    const auto k_read = decays ? kc * g_t : kc;  // diag(G) K
     // U = (I + diag(beta) A)^{-1} diag(beta) (V - diag(G) K S_0)
     const auto rhs = bc * (vc - torch::matmul(k_read, S));
     const auto U = torch::matmul(unit_lower_inverse(bc * lower), rhs);
@@ -93,7 +92,7 @@ torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const t
     // S_C = G_Q S_0 + sum_s (G_Q / G_s) k_s u_s^T
     if (start + Q < T) {
       if (decays) {
-        const auto last = decay.select(-2, Q - 1).unsqueeze(-1);   // [B, H, Q, 1]: G_Q / G_s
+        const auto last = decay.select(-2, Q - 1).unsqueeze(-1);  // [B, H, Q, 1]: G_Q / G_s
         S = g_t.select(-2, Q - 1).unsqueeze(-1) * S +
             torch::matmul((kc * last).transpose(-2, -1), U);
       } else {
