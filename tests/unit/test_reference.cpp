@@ -53,6 +53,8 @@ const std::vector<std::string> kModels = {
     "{name: mamba2, layers: 2, d_model: 64, headdim: 16, d_state: 16, ngroups: 2, chunk_size: 4, "
     "tie_embeddings: false}",
     "{name: deltanet, layers: 2}",
+    // Heads of 16: the plugin's step-by-step path (wider heads run chunked).
+    "{name: deltanet, layers: 1, d_model: 32, heads: 2, d_ff: 64, negative_eigenvalues: true}",
     "{name: deltanet, layers: 2, d_model: 64, heads: 2, d_ff: 128, householder: 2, "
     "negative_eigenvalues: true, gate: true}",
     "{name: hybrid}",
