@@ -299,45 +299,45 @@ auto call_plugin(const ComponentInfo& info, Make make) {
   }
 }
 
+// What a plugin's factory made, owned through a shared_ptr whose control block is host code
+// and whose deleter holds the library (docs/design.md).
+template <class T, class Make>
+std::shared_ptr<T> made_by(const ComponentInfo& info,
+                           const std::shared_ptr<boost::dll::shared_library>& library, Make make) {
+  std::unique_ptr<T> made = call_plugin(info, make);
+  return std::shared_ptr<T>(made.release(), [library](T* object) { delete object; });
+}
+
 }  // namespace
 
 std::string PluginRegistry::unknown(const std::string& kind, const std::string& name) const {
   return unknown_message(kind, name, available(kind), problems_);
 }
 
+const PluginRegistry::Entry& PluginRegistry::entry(const std::string& kind,
+                                                   const std::string& name) const {
+  const auto& entries = table(kind);
+  auto found = entries.find(name);
+  if (found == entries.end()) throw PluginError(unknown(kind, name));
+  return found->second;
+}
+
 std::shared_ptr<SequenceModel> PluginRegistry::make_model(const std::string& name,
                                                           const ModelContext& ctx) const {
-  auto found = models_.find(name);
-  if (found == models_.end())
-    throw PluginError(unknown_message("model", name, available("model"), problems_));
-  const Entry& entry = found->second;
-  std::unique_ptr<SequenceModel> made = call_plugin(entry.info, [&] { return entry.model(ctx); });
-  // The control block is host code and its deleter holds the library (docs/design.md).
-  auto library = entry.library;
-  return std::shared_ptr<SequenceModel>(made.release(),
-                                        [library](SequenceModel* model) { delete model; });
+  const Entry& e = entry("model", name);
+  return made_by<SequenceModel>(e.info, e.library, [&] { return e.model(ctx); });
 }
 
 std::shared_ptr<Task> PluginRegistry::make_task(const std::string& name,
                                                 const TaskContext& ctx) const {
-  auto found = tasks_.find(name);
-  if (found == tasks_.end())
-    throw PluginError(unknown_message("task", name, available("task"), problems_));
-  const Entry& entry = found->second;
-  std::unique_ptr<Task> made = call_plugin(entry.info, [&] { return entry.task(ctx); });
-  auto library = entry.library;
-  return std::shared_ptr<Task>(made.release(), [library](Task* task) { delete task; });
+  const Entry& e = entry("task", name);
+  return made_by<Task>(e.info, e.library, [&] { return e.task(ctx); });
 }
 
 std::shared_ptr<Format> PluginRegistry::make_format(const std::string& name,
                                                     const FormatContext& ctx) const {
-  auto found = formats_.find(name);
-  if (found == formats_.end())
-    throw PluginError(unknown_message("format", name, available("format"), problems_));
-  const Entry& entry = found->second;
-  std::unique_ptr<Format> made = call_plugin(entry.info, [&] { return entry.format(ctx); });
-  auto library = entry.library;
-  return std::shared_ptr<Format>(made.release(), [library](Format* format) { delete format; });
+  const Entry& e = entry("format", name);
+  return made_by<Format>(e.info, e.library, [&] { return e.format(ctx); });
 }
 
 std::vector<std::string> plugin_search_path(const std::vector<std::string>& given) {

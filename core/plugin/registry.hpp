@@ -91,6 +91,8 @@ class PluginRegistry final : public Registrar {
   std::vector<std::shared_ptr<boost::dll::shared_library>> libraries_;  // never unloaded
   std::vector<std::string> loaded_files_;
   std::map<std::string, Entry> models_, tasks_, formats_;
+  // The entry of a name; PluginError listing the available ones when there is none.
+  const Entry& entry(const std::string& kind, const std::string& name) const;
   std::map<std::string, Entry>& table(const std::string& kind);
   const std::map<std::string, Entry>& table(const std::string& kind) const;
   std::vector<LoadProblem> problems_;

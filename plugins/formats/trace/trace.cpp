@@ -34,7 +34,13 @@ uint64_t mix(uint64_t z) {  // SplitMix64's finalizer
 class Trace final : public induct::Format {
  public:
   Trace(int64_t every, double fraction, uint64_t seed)
-      : every_(every), fraction_(fraction), seed_(seed) {}
+      : every_(every), fraction_(fraction), seed_(seed) {
+    if (every_ > 0) return;
+    // By fraction: the running count of the drawn reveals, once, so that lengths and action
+    // positions cost no redraws (the host's longest sequence is 100,000 actions).
+    before_.assign(kCounted + 1, 0);
+    for (int k = 1; k < kCounted; ++k) before_[k + 1] = before_[k] + revealed(k);
+  }
 
   int64_t extra_tokens() const override { return kKeywords; }
   std::string extra_token_name(int64_t i) const override { return kKeywordNames[i]; }
@@ -83,14 +89,18 @@ class Trace final : public induct::Format {
   // Reveals among statements 1..n-1.
   int64_t reveals_before(int n) const {
     if (every_ > 0) return (n - 1) / every_;
-    int64_t count = 0;
-    for (int k = 1; k < n; ++k) count += revealed(k);
+    if (n <= kCounted) return before_[n];
+    int64_t count = before_[kCounted];
+    for (int k = kCounted; k < n; ++k) count += revealed(k);
     return count;
   }
+
+  static constexpr int kCounted = 100'000;  // statements whose reveals are counted up front
 
   int64_t every_;  // 0: by fraction
   double fraction_;
   uint64_t seed_;
+  std::vector<int32_t> before_;  // by fraction: before_[n] = reveals among statements 1..n-1
 };
 
 std::unique_ptr<induct::Format> make(const induct::FormatContext& ctx) {
