@@ -33,7 +33,7 @@
 
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
 #include "train/optimizer.hpp"
 #include "train/trial.hpp"
 #include "util/process.hpp"

@@ -23,8 +23,8 @@
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "store/store.hpp"
-#include "train/components.hpp"
-#include "train/trainer.hpp"
+#include "train/cell_setup.hpp"
+#include "train/detector.hpp"
 #include "util/process.hpp"
 #include "util/text.hpp"
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The layers, lowest first: the one statement of the order (docs/design.md repeats it).
-layers=(util data format plugin probe train store exec config report study cli)
+layers=(util data format plugin train probe store exec config report study cli)
 
 rank() {
   local i

@@ -80,8 +80,8 @@ inline constexpr long kMaxLength = 100'000;
 
 // Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
 // re-read with that grid point applied). Keys of the task and model sections are read by
-// their plugins later (study/study.hpp, prepare_study, checks them); everything else unknown is an
-// error here.
+// their plugins later (study/prepare.hpp, prepare_study, checks them); everything else unknown is
+// an error here.
 StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides,
                        const StudyKinds& kinds);
 // The same from text (tests).

@@ -9,7 +9,8 @@
 #include "exec/pool.hpp"
 #include "exec/signals.hpp"
 #include "plugin/registry.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
+#include "train/run_trial.hpp"
 #include "util/process.hpp"
 
 namespace induct {

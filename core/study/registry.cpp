@@ -5,7 +5,10 @@
 
 #include <utility>
 
-#include "study/study.hpp"
+#include "probe/measure.hpp"
+#include "study/kind.hpp"
+#include "study/prepare.hpp"
+#include "train/generalization.hpp"
 
 namespace induct {
 
@@ -15,8 +18,6 @@ std::unique_ptr<Study> make_nstar_study();
 std::unique_ptr<Study> make_sharing_study();
 std::unique_ptr<Study> make_lengthgen_study();
 std::unique_ptr<Study> make_probe_study();
-YAML::Node measure_lengthgen(const MeasureContext& context, const YAML::Node& settings);
-YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settings);
 
 namespace {
 

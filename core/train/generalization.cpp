@@ -7,7 +7,7 @@
 
 #include "data/language.hpp"
 #include "data/transitions.hpp"
-#include "train/trainer.hpp"
+#include "train/evaluation.hpp"
 #include "util/rng.hpp"
 
 namespace induct {
@@ -90,6 +90,14 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
   }
   if (was_training) model.train();
   return out;
+}
+
+YAML::Node measure_lengthgen(const MeasureContext& context, const YAML::Node& settings) {
+  std::vector<int> lengths;
+  for (const auto& length : settings["lengths"]) lengths.push_back(length.as<int>());
+  return to_yaml(evaluate_generalization(context.model, context.cell, lengths,
+                                         settings["samples"].as<uint64_t>(), context.spec.seed,
+                                         context.spec.training.eval_batch_size, context.device));
 }
 
 }  // namespace induct

@@ -5,7 +5,8 @@
 #include <torch/types.h>
 
 #include "induct/model.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
+#include "train/measurement.hpp"
 
 namespace induct {
 
@@ -17,6 +18,10 @@ std::vector<LengthMetrics> evaluate_generalization(SequenceModel& model, const C
                                                    const std::vector<int>& lengths,
                                                    uint64_t samples, uint64_t seed,
                                                    int64_t batch_size, torch::Device device);
+
+// Settings {lengths: [...], samples: N}; the result is one row per length
+// (train/trial.hpp's LengthMetrics rows).
+YAML::Node measure_lengthgen(const MeasureContext& context, const YAML::Node& settings);
 
 // (accuracy - chance) / (1 - chance): 0 at chance, 1 when perfect (0 when chance is 1).
 double above_chance(double accuracy, double chance);

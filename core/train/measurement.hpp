@@ -15,7 +15,7 @@
 namespace induct {
 
 class SequenceModel;  // induct/model.hpp
-struct CellData;      // train/components.hpp
+struct CellData;      // train/cell_setup.hpp
 
 struct MeasureContext {
   SequenceModel& model;  // trained, in eval mode for the measurement's duration

@@ -6,8 +6,8 @@
 
 #include "config/study_config.hpp"
 #include "options_yaml.hpp"
+#include "study/prepare.hpp"
 #include "study/registry.hpp"
-#include "study/study.hpp"
 #include "support.hpp"
 
 using namespace induct;

@@ -16,7 +16,7 @@
 
 #include "options_yaml.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
 #include "util/process.hpp"
 
 using namespace induct;

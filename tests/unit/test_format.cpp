@@ -11,7 +11,7 @@
 #include "format/format.hpp"
 #include "options_yaml.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
 
 using namespace induct;
 

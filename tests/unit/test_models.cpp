@@ -5,9 +5,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include "options_yaml.hpp"
+#include "probe/hook_names.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
-#include "train/hook_names.hpp"
+#include "train/cell_setup.hpp"
+#include "train/run_trial.hpp"
 #include "util/process.hpp"
 
 using namespace induct;

@@ -14,7 +14,7 @@
 
 #include "options_yaml.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
 #include "train/optimizer.hpp"
 #include "util/process.hpp"
 

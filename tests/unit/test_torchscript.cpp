@@ -13,7 +13,9 @@
 
 #include "options_yaml.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
+#include "train/checkpoint.hpp"
+#include "train/run_trial.hpp"
 #include "train/trial.hpp"
 #include "util/process.hpp"
 

@@ -8,9 +8,13 @@
 
 #include "options_yaml.hpp"
 #include "support.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
+#include "train/checkpoint.hpp"
+#include "train/detector.hpp"
+#include "train/evaluation.hpp"
 #include "train/generalization.hpp"
 #include "train/optimizer.hpp"
+#include "train/run_trial.hpp"
 #include "train/trainer.hpp"
 #include "util/process.hpp"
 

@@ -9,7 +9,8 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
-#include "study/study.hpp"
+#include "study/kind.hpp"
+#include "study/step.hpp"
 #include "train/generalization.hpp"
 #include "train/measurement.hpp"
 #include "util/files.hpp"
@@ -282,15 +283,5 @@ void LengthGenStudy::report(ReportContext& report) const {
 }  // namespace
 
 std::unique_ptr<Study> make_lengthgen_study() { return std::make_unique<LengthGenStudy>(); }
-
-// Settings {lengths: [...], samples: N}; the result is one row per length
-// (train/trial.hpp's LengthMetrics rows).
-YAML::Node measure_lengthgen(const MeasureContext& context, const YAML::Node& settings) {
-  std::vector<int> lengths;
-  for (const auto& length : settings["lengths"]) lengths.push_back(length.as<int>());
-  return to_yaml(evaluate_generalization(context.model, context.cell, lengths,
-                                         settings["samples"].as<uint64_t>(), context.spec.seed,
-                                         context.spec.training.eval_batch_size, context.device));
-}
 
 }  // namespace induct

@@ -3,7 +3,8 @@
 #include <ostream>
 
 #include "report/reports.hpp"
-#include "study/study.hpp"
+#include "study/kind.hpp"
+#include "study/step.hpp"
 #include "util/files.hpp"
 #include "util/table.hpp"
 #include "util/text.hpp"

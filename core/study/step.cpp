@@ -1,19 +1,69 @@
-// One (cell, N): the whole hyper-parameter grid, reusing stored trials.
+#include "study/step.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
-#include "study/study.hpp"
+#include "study/kind.hpp"
 #include "train/archive_file.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
+#include "train/checkpoint.hpp"
 #include "util/text.hpp"
 
 namespace induct {
 
+TrialSpec make_trial(const StudyConfig& study, const PreparedCell& cell, uint64_t n, double lr,
+                     uint64_t seed) {
+  TrialSpec trial;
+  trial.cell = cell.cell;
+  trial.n = n;
+  trial.lr = lr;
+  trial.seed = seed;
+  trial.training = study.training;
+  trial.max_length = cell.max_length;
+  trial.device = study.run.device;
+  trial.plugin_path = plugin_search_path(study.run.plugin_path);
+  trial.plugin_versions = cell.plugin_versions;
+  return trial;
+}
+
+TrialSpec make_trial(const StudyRun& run, const PreparedCell& cell, uint64_t n, double lr,
+                     uint64_t seed) {
+  TrialSpec trial = make_trial(run.config, cell, n, lr, seed);
+  trial.state_dir = std::filesystem::absolute(run.out_dir / "states").string();
+  trial.state_every = run.config.run.state_every;
+  trial.keep_states = run.config.run.keep_states;
+  return trial;
+}
+
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial) {
   return checkpoint_path(std::filesystem::absolute(run.out_dir / "checkpoints").string(),
                          trial.key());
+}
+
+std::optional<TrialResult> reusable_result(StudyRun& run, const TrialSpec& trial,
+                                           StepOptions::Checkpoints checkpoints) {
+  auto stored = run.store.find_finished(trial.key());
+  if (stored && checkpoints == StepOptions::Checkpoints::kRequire) {
+    const std::string file = checkpoint_file(run, trial);
+    const std::string problem = archive_file_problem(file);
+    if (!problem.empty()) {
+      if (problem != "no such file")
+        run.progress.log(file + ": not a usable checkpoint (" + problem + "); training it again");
+      stored.reset();
+    }
+  }
+  return stored;
+}
+
+bool record_result(StudyRun& run, const TrialSpec& trial, const TrialResult& result,
+                   const std::string& context) {
+  run.store.put(run.config.name, trial, result);
+  if (result.status == TrialStatus::kCancelled) trial.discard_state();
+  if (result.status == TrialStatus::kError)
+    run.progress.log(context + " | " + trial.configuration() + ": error: " + result.error);
+  return result.status != TrialStatus::kCancelled || result.steps > 0;
 }
 
 StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const StepOptions& options,
@@ -34,18 +84,7 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
   std::vector<size_t> pending_index;
   std::vector<TrialSpec> pending;
   for (size_t i = 0; i < step.trials.size(); ++i) {
-    auto stored = run.store.find_finished(step.trials[i].key());
-    if (stored && options.checkpoints == StepOptions::Checkpoints::kRequire) {
-      // A checkpoint that is missing or does not verify: trained again, to the same result.
-      const std::string file = checkpoint_file(run, step.trials[i]);
-      const std::string problem = archive_file_problem(file);
-      if (!problem.empty()) {
-        if (problem != "no such file")
-          run.progress.log(file + ": not a usable checkpoint (" + problem + "); training it again");
-        stored.reset();
-      }
-    }
-    if (stored) {
+    if (auto stored = reusable_result(run, step.trials[i], options.checkpoints)) {
       step.results[i] = *stored;
       step.success = step.success || stored->succeeded();
     } else {
@@ -87,19 +126,9 @@ StepResult run_step(StudyRun& run, const PreparedCell& cell, uint64_t n, const S
     live.erase(i);
     ++done;
     step.results[pending_index[i]] = result;
-    run.store.put(config.name, pending[i], result);
-    // Cancelled by the first success (a stop signal's cancellations never come here): its N
-    // is decided, so its training state would never be used.
-    if (result.status == TrialStatus::kCancelled) pending[i].discard_state();
-    if (result.status != TrialStatus::kCancelled || result.steps > 0) {
-      ++step.trained;
-      step.optimisation_steps += result.steps;
-    }
+    if (record_result(run, pending[i], result, context)) ++step.trained;
     if (std::isfinite(result.best_loss)) best = std::min(best, result.best_loss);
-    if (result.status == TrialStatus::kError) {
-      ++step.errors;
-      run.progress.log(context + " | " + pending[i].configuration() + ": error: " + result.error);
-    }
+    if (result.status == TrialStatus::kError) ++step.errors;
     step.success = step.success || result.succeeded();
     show();
     return first_success && result.succeeded();

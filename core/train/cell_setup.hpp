@@ -1,4 +1,4 @@
-// Building a cell's task and model from their sections, with every check in one place:
+// A cell's task, format and model built from their sections, with every check in one place:
 // used by the coordinator (to validate a study before it runs) and by the workers.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "format/format.hpp"
 #include "induct/model.hpp"
 #include "plugin/registry.hpp"
-#include "train/trainer.hpp"
+#include "train/settings.hpp"
 #include "train/trial.hpp"
 
 namespace induct {
@@ -29,15 +29,6 @@ struct ModelShape {
   int64_t max_length = 0;
   int64_t pad = 0;
 };
-
-// DIR/checkpoints/<trial key>.pt: where a trial with checkpoint_dir DIR/checkpoints saves its
-// trained model.
-std::string checkpoint_path(const std::string& checkpoint_dir, const std::string& key);
-// LibTorch's serialization of the model's parameters and buffers (by name), written to a
-// temporary file and renamed, so a checkpoint is whole or absent; load_checkpoint reads one
-// into a model built from the same cell (a name or shape that differs is an error).
-void save_checkpoint(SequenceModel& model, const std::string& path);
-void load_checkpoint(SequenceModel& model, const std::string& path);
 
 // The model of a `model:` section: seeds torch with `seed`, calls the factory, rejects keys
 // the plugin did not read, moves it to `device` and checks that a forward pass on
@@ -87,14 +78,5 @@ void check_format(const CellData& cell, int longest, const std::string& who);
 inline constexpr uint64_t kPlateauSample = 4096;
 double plateau_loss(const CellData& cell, const ExampleSet& validation,
                     TrainSettings::PlateauLevel level);
-
-struct Measurements;  // train/measurement.hpp
-
-// One whole trial: data, model, training, then the measurements the trial names (looked up in
-// `measurements`; a name not there is an error). Errors are thrown (the worker reports them).
-// With a cache, the data sets of earlier trials of the same (cell data, seed) are reused.
-TrialResult run_trial(const TrialSpec& spec, const PluginRegistry& registry,
-                      TrainObserver* observer = nullptr, SplitCache* cache = nullptr,
-                      const Measurements* measurements = nullptr);
 
 }  // namespace induct

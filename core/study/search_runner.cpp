@@ -10,6 +10,8 @@
 // this ordering saved 3% over the grid's order, while ordering failures by their best
 // validation loss cost 8% (a low learning rate fails slowly with a low loss). None of this
 // changes N*: a step succeeds when any configuration does, whatever the order.
+#include "study/search_runner.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,8 +20,6 @@
 
 #include "options_yaml.hpp"
 #include "report/reports.hpp"
-#include "study/search.hpp"
-#include "study/study.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
 
@@ -219,18 +219,11 @@ class Searches final : public TrialSource {
     slot.judged = result.stalled;
     --step.running;
     --s.running;
-    run_.store.put(config_.name, slot.trial, result);
-    // Cancelled by a success of its step (a stop signal's cancellations never come here): its N
-    // is decided, so its training state would never be used.
-    if (result.status == TrialStatus::kCancelled) slot.trial.discard_state();
-    if (result.status != TrialStatus::kCancelled || result.steps > 0) ++s.record.trained;
+    if (record_result(run_, slot.trial, result, s.context + " | N=" + std::to_string(step.n)))
+      ++s.record.trained;
     s.record.optimisation_steps += result.trained_steps();
+    if (result.status == TrialStatus::kError) ++step.errors;
     std::vector<size_t> cancel;
-    if (result.status == TrialStatus::kError) {
-      ++step.errors;
-      run_.progress.log(s.context + " | N=" + std::to_string(step.n) + " " +
-                        slot.trial.configuration() + ": error: " + result.error);
-    }
     if (!step.decided) {  // a late result of a cancelled step says little about the order
       learn(s, slot.config, step.number, result);
       step.success = step.success || result.succeeded();
@@ -362,7 +355,7 @@ class Searches final : public TrialSource {
       slot.config = k;
       slot.trial = make_trial(run_, *s.cell, n, grid_[k].first, grid_[k].second);
       if (judged_by) slot.trial.training.stall_window = 0;  // the paper's procedure
-      if (auto stored = run_.store.find_finished(slot.trial.key())) {
+      if (auto stored = reusable_result(run_, slot.trial, StepOptions::Checkpoints::kNone)) {
         slot.state = SlotState::kDone;
         slot.judged = stored->stalled;
         s.record.optimisation_steps += stored->trained_steps();

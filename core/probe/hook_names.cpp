@@ -1,10 +1,10 @@
-#include "train/hook_names.hpp"
+#include "probe/hook_names.hpp"
 
 #include <torch/torch.h>
 
 #include "options_yaml.hpp"
 #include "probe/probe.hpp"
-#include "train/components.hpp"
+#include "train/cell_setup.hpp"
 
 namespace induct {
 

@@ -1,4 +1,4 @@
-#include "study/search.hpp"
+#include "study/nstar_search.hpp"
 
 #include <algorithm>
 #include <climits>

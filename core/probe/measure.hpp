@@ -1,0 +1,18 @@
+// The probe measurement (docs/method.md section 8): what a trial of a `probe` study reads off its
+// trained model at every hook point. The study (core/study/probe) names it; the worker runs it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "train/measurement.hpp"
+
+namespace induct {
+
+// Settings {lengths, samples, iterations, l2, nullspace_rounds, nullspace_margin}; the result
+// {lengths: [{length, sequences, final_accuracy, final_chance, changed_position, pairs, hooks:
+// [{name, probe, probe_chance, ablated_accuracy, nullspace_dims, nullspace_rounds,
+// nullspace_probe, nullspace_accuracy, random_accuracy, patch_changed, patch_readout}]}]},
+// hooks in the order the forward pass reaches them (the nullspace keys with nullspace_rounds > 0).
+YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settings);
+
+}  // namespace induct
