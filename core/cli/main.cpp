@@ -53,7 +53,7 @@ commands:
                       check a study and print the cells it would run; --time measures the
                       training steps per second of each distinct model, format and length
                       (of the cells named) and projects the cost of each cell's failures
-  report DIR [--reference FILE [--factor F]]
+  report DIR [--reference FILE [--factor F]] [--min-accuracy A]
                       write the paper's tables and figures from DIR/results.sqlite, with
                       published values beside ours
   export DIR [--to PATH] [--format csv|jsonl]
@@ -437,7 +437,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     // The report of what the store holds, then the closing line.
     try {
       induct::write_reports(store, out_dir, induct::study_reports(), &std::cout,
-                            reference ? &*reference : nullptr);
+                            reference ? &*reference : nullptr, config.report.min_accuracy);
     } catch (const std::exception& report_error) {
       progress.log("induct: the report of the stored results failed: " +
                    std::string(report_error.what()));
@@ -462,7 +462,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     return 128 + e.signal();
   }
   induct::write_reports(store, out_dir, induct::study_reports(), &std::cout,
-                        reference ? &*reference : nullptr);
+                        reference ? &*reference : nullptr, config.report.min_accuracy);
   status.set_state("finished");
   std::cout << "results in " << out_dir.string() << "; finished in "
             << induct::format_duration(progress.elapsed()) << "\n";
@@ -509,22 +509,29 @@ int command_report(const std::vector<std::string>& args) {
       "reference", po::value<std::string>(),
       "a CSV of published values to set beside ours (docs/store.md, \"Published values\")")(
       "factor", po::value<double>()->default_value(2),
-      "mark a value off by more than this factor from the published one");
+      "mark a value off by more than this factor from the published one")(
+      "min-accuracy", po::value<double>()->default_value(induct::kDefaultMinAccuracy),
+      "lengthgen and probe summaries leave out configurations whose final-state accuracy on "
+      "the validation set is below this (report.min_accuracy)");
   po::variables_map vm;
-  const fs::path dir = study_folder(
-      args, options,
-      "usage: induct report DIR [--reference FILE [--factor F]]\n\nWrites the paper's tables and "
-      "figures from DIR/results.sqlite into DIR (report.md lists them).",
-      vm);
+  const fs::path dir =
+      study_folder(args, options,
+                   "usage: induct report DIR [--reference FILE [--factor F]] [--min-accuracy "
+                   "A]\n\nWrites the paper's tables and "
+                   "figures from DIR/results.sqlite into DIR (report.md lists them).",
+                   vm);
   if (dir.empty()) return vm.count("help") ? 0 : 2;
   const double factor = vm["factor"].as<double>();
   if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
+  const double min_accuracy = vm["min-accuracy"].as<double>();
+  if (!(min_accuracy >= 0 && min_accuracy <= 1))
+    throw induct::ConfigError("--min-accuracy: must be in [0, 1]");
   std::optional<induct::Reference> reference;
   if (vm.count("reference"))
     reference = induct::read_reference(vm["reference"].as<std::string>(), factor);
   induct::Store store(dir / "results.sqlite");
   induct::write_reports(store, dir, induct::study_reports(), &std::cout,
-                        reference ? &*reference : nullptr);
+                        reference ? &*reference : nullptr, min_accuracy);
   return 0;
 }
 

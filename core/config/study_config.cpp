@@ -257,6 +257,9 @@ StudyConfig read(const Options& root, const std::string& file,
     const Options report = root.section("report");
     study.report.factor = report.get<double>("factor", study.report.factor);
     if (!(study.report.factor > 1)) report.fail("factor", "must be above 1");
+    study.report.min_accuracy = report.get<double>("min_accuracy", study.report.min_accuracy);
+    if (!(study.report.min_accuracy >= 0 && study.report.min_accuracy <= 1))
+      report.fail("min_accuracy", "must be in [0, 1]");
     const auto reference = report.get<std::string>("reference", "");
     if (!reference.empty()) {
       // Relative to the study file's folder, as written there.

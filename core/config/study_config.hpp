@@ -55,6 +55,9 @@ struct CellSpec {
   std::string grid_label;  // "task.m=5, data.L=10": the grid point, empty without a grid
 };
 
+// report.min_accuracy's default (StudyConfig::ReportSettings; `induct report --min-accuracy`).
+inline constexpr double kDefaultMinAccuracy = 0;
+
 struct StudyConfig {
   std::string file;
   std::string kind;  // StudyKinds::names: train | nstar | sharing | lengthgen | probe
@@ -67,10 +70,13 @@ struct StudyConfig {
   TrainSettings training;
   RunSettings run;
   // `report:`: published values to compare with (a CSV, docs/store.md "Published values"; a
-  // relative path is taken from the study file's folder) and the factor that marks a difference.
+  // relative path is taken from the study file's folder) and the factor that marks a difference;
+  // the final-state accuracy below which the studies that read trained models (lengthgen, probe)
+  // mark a configuration and leave it out of their summaries.
   struct ReportSettings {
     std::string reference;
     double factor = 2;
+    double min_accuracy = kDefaultMinAccuracy;
   } report;
 };
 

@@ -95,6 +95,9 @@ struct ReportContext {
   std::function<RowKey(const YAML::Node& task, const YAML::Node& model, const std::string& format)>
       row_of;
   const Reference* reference = nullptr;  // published values to compare with (or none)
+  // Kinds that read trained models (lengthgen, probe) leave configurations below this final-state
+  // accuracy out of their summaries (report.min_accuracy; counted_configurations).
+  double min_accuracy = 0;
   // Every comparison with a published value the kinds made: the comparison table.
   struct Comparison {
     std::string label, metric;

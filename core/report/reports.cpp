@@ -346,9 +346,10 @@ std::vector<std::string> trial_row(const TrialSpec& t, const TrialResult& r) {
 }
 
 void write_reports(const Store& store, const fs::path& dir, const std::vector<KindReport>& kinds,
-                   std::ostream* log, const Reference* reference) {
+                   std::ostream* log, const Reference* reference, double min_accuracy) {
   ReportContext report;
   report.reference = reference;
+  report.min_accuracy = min_accuracy;
   report.dir = dir;
   report.outcomes = store.outcomes();
   report.trials = store.all();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "config/study_config.hpp"
 #include "store/store.hpp"
 #include "util/table.hpp"
 
@@ -42,10 +43,10 @@ struct KindReport {
 
 // Every kind's tables and figures, in the order of `kinds`, then the trials table and report.md.
 // With a reference, the published values beside ours in each table (reference_comparison.{md,csv}
-// lists every one).
+// lists every one). `min_accuracy`: report.min_accuracy (ReportContext::min_accuracy).
 struct Reference;
 void write_reports(const Store& store, const std::filesystem::path& dir,
                    const std::vector<KindReport>& kinds, std::ostream* log,
-                   const Reference* reference = nullptr);
+                   const Reference* reference = nullptr, double min_accuracy = kDefaultMinAccuracy);
 
 }  // namespace induct

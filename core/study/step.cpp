@@ -156,14 +156,37 @@ std::vector<size_t> ranked_configurations(const StepResult& step,
   return ranked;
 }
 
-Counted counted_configurations(const std::vector<bool>& succeeded) {
+bool Counted::any() const {
+  return std::find(counted.begin(), counted.end(), true) != counted.end();
+}
+
+Counted counted_configurations(const std::vector<bool>& succeeded,
+                               const std::vector<double>& accuracy, double min_accuracy) {
+  if (accuracy.size() != succeeded.size())
+    throw std::logic_error("counted_configurations: one accuracy per configuration");
   Counted c;
-  const size_t wins = static_cast<size_t>(std::count(succeeded.begin(), succeeded.end(), true));
-  c.learned = wins > 0;
-  c.counted = c.learned ? succeeded : std::vector<bool>(succeeded.size(), true);
-  const size_t n = c.learned ? wins : succeeded.size();
-  c.text = std::to_string(n) + (c.learned ? " succeeded" : " failed") +
-           (n < succeeded.size() ? " of " + std::to_string(succeeded.size()) : std::string());
+  const size_t all = succeeded.size();
+  c.learned = std::find(succeeded.begin(), succeeded.end(), true) != succeeded.end();
+  c.counted.assign(all, false);
+  size_t kind = 0;  // succeeded ones when learned, else all
+  for (size_t i = 0; i < all; ++i) {
+    if (c.learned && !succeeded[i]) continue;
+    ++kind;
+    if (accuracy[i] < min_accuracy)  // NaN (not recorded) compares false: counted
+      ++c.below;
+    else
+      c.counted[i] = true;
+  }
+  const std::string threshold = "accuracy " + format_number(min_accuracy, 3);
+  const size_t n = kind - c.below;
+  if (n == 0) {
+    c.text = "none of " + std::to_string(all) + " reaches " + threshold;
+    return c;
+  }
+  c.text =
+      std::to_string(n) + (c.learned ? " succeeded" : " failed") +
+      (n < all ? " of " + std::to_string(all) : std::string()) +
+      (c.below > 0 ? " (" + std::to_string(c.below) + " below " + threshold + ")" : std::string());
   return c;
 }
 

@@ -69,14 +69,21 @@ std::vector<size_t> ranked_configurations(const StepResult& step,
                                           const std::function<bool(size_t)>& usable);
 
 // Which of the configurations a study analysed its summaries count: those that succeeded, or
-// all of them when none did (`learned` false: the numbers then describe unlearned models);
-// `text` as tables name them: "2 succeeded", "1 succeeded of 3", "3 failed".
+// those that failed when none succeeded (`learned` false: the numbers then describe unlearned
+// models); in both cases only those whose final-state accuracy on the validation set
+// (`accuracy`, NaN: not recorded, counted) is at least `min_accuracy` (report.min_accuracy),
+// so none may be counted (`below`: how many the accuracy left out). `text` as tables name them:
+// "2 succeeded", "1 succeeded of 3", "3 failed", "2 failed of 3 (1 below accuracy 0.9)",
+// "none of 3 reaches accuracy 0.9".
 struct Counted {
   std::vector<bool> counted;
   bool learned = false;
+  size_t below = 0;
   std::string text;
+  bool any() const;
 };
-Counted counted_configurations(const std::vector<bool>& succeeded);
+Counted counted_configurations(const std::vector<bool>& succeeded,
+                               const std::vector<double>& accuracy, double min_accuracy);
 
 // Where a trial of this run keeps its trained model (StepOptions::checkpoints).
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial);

@@ -94,6 +94,9 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
       list.find("study.yaml:14:14: training.seeds[1]: expected a non-negative integer, got 'x'") !=
           std::string::npos,
       list);
+  std::string accuracy = error_of(std::string(kStudy) + "report: {min_accuracy: 1.5}\n");
+  BOOST_TEST(accuracy.find("report.min_accuracy: must be in [0, 1]") != std::string::npos,
+             accuracy);
   std::string inf = error_of(replace(kStudy, "seeds: [1, 2]", "epsilon: .inf"));
   BOOST_TEST(inf.find("training.epsilon: must be a positive finite number") != std::string::npos,
              inf);

@@ -262,7 +262,7 @@ struct Run {
   int go(TrialRunner& runner) {
     StudyRun run{config, test::plugins(), *store, runner, progress, dir, out};
     const int rc = run_study(run, cells);
-    write_reports(*store, dir, study_reports(), &out);
+    write_reports(*store, dir, study_reports(), &out, nullptr, config.report.min_accuracy);
     return rc;
   }
 };
@@ -1186,6 +1186,61 @@ lengthgen: {multiples: [1, 2], samples: 100, configurations: 2}
   BOOST_TEST(models.find("seed=" + read[1]["seed"].as<std::string>()) != std::string::npos, models);
   const std::string curves = test::read(run.dir + "/lengthgen_curves.csv");
   BOOST_TEST(std::count(curves.begin(), curves.end(), '\n') == 5, curves);  // 2 x 2 and a header
+}
+
+// Which analysed configurations a summary counts: the successes, else the failures, in both
+// cases only those at report.min_accuracy or above (an accuracy not recorded counts).
+BOOST_AUTO_TEST_CASE(summaries_count_successes_then_failures_above_the_accuracy) {
+  const double nan = std::nan("");
+  Counted c = counted_configurations({true, false, true}, {1.0, 0.95, 1.0}, 0.9);
+  BOOST_TEST(c.learned);
+  BOOST_TEST((c.counted == std::vector<bool>{true, false, true}));
+  BOOST_TEST(c.text == "2 succeeded of 3");
+  c = counted_configurations({false, false, false}, {0.5, 0.95, nan}, 0.9);
+  BOOST_TEST(!c.learned);
+  BOOST_TEST((c.counted == std::vector<bool>{false, true, true}));
+  BOOST_TEST(c.below == 1u);
+  BOOST_TEST(c.text == "2 failed of 3 (1 below accuracy 0.9)");
+  c = counted_configurations({false, false}, {0.5, 0.51}, 0.9);
+  BOOST_TEST(!c.any());
+  BOOST_TEST(c.text == "none of 2 reaches accuracy 0.9");
+  c = counted_configurations({false, false}, {0.5, 0.51}, 0);
+  BOOST_TEST((c.counted == std::vector<bool>{true, true}));
+  BOOST_TEST(c.text == "2 failed");
+}
+
+// With report.min_accuracy 0.9 a model at chance (10 steps) is marked and left out of the
+// summaries; with the default (0) its numbers come back, marked as failed.
+BOOST_AUTO_TEST_CASE(a_model_below_the_accuracy_is_left_out_of_the_summaries) {
+  const std::string text = R"(study: lengthgen
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 16}
+data: {format: outcome, distribution: uniform, L: 6}
+training: {learning_rates: [1.0e-3], seeds: [10], max_steps: 10, eval_every: 10}
+lengthgen: {multiples: [1, 2], samples: 100, configurations: 1}
+report: {min_accuracy: 0.9}
+)";
+  Run run(text, "lengthgen_below");
+  InProcessRunner runner(test::plugins(), study_measurements());
+  BOOST_TEST(run.go(runner) == 0, run.log.str());
+  const std::vector<YAML::Node> read = outcome_values(*run.store, "lengthgen");
+  BOOST_REQUIRE_EQUAL(read.size(), 1u);
+  BOOST_REQUIRE(read[0]["final_accuracy"].as<double>() < 0.9);
+  const std::string table = test::read(run.dir + "/lengthgen_table.md");
+  BOOST_TEST(table.find("| –  ") != std::string::npos, table);
+  BOOST_TEST(table.find("(–: none reaches it)") != std::string::npos, table);
+  const std::string models = test::read(run.dir + "/lengthgen_models.md");
+  BOOST_TEST(models.find("failed (below accuracy 0.9, not in the means)") != std::string::npos,
+             models);
+  // No curve of a model at chance: no length generalization figure at all.
+  if (std::filesystem::exists(run.dir + "/figures"))
+    for (const auto& entry : std::filesystem::directory_iterator(run.dir + "/figures"))
+      BOOST_TEST(entry.path().filename().string().rfind("lengthgen_", 0) != 0, entry.path());
+  // The same store reported at the default, no threshold: the failed model's mean, marked *.
+  write_reports(*run.store, run.dir, study_reports(), nullptr, nullptr, 0.0);
+  const std::string all = test::read(run.dir + "/lengthgen_table.md");
+  const std::string at_2L = format_spread({read[0]["curve"][1][3].as<double>()}) + "*";
+  BOOST_TEST(all.find("| " + at_2L) != std::string::npos, at_2L << "\n" << all);
 }
 
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's

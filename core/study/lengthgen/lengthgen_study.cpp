@@ -97,8 +97,12 @@ int LengthGenStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) c
     // Each analysed configuration its own outcome; the table's row: their mean and range over
     // those that succeeded (over all when none did).
     std::vector<bool> succeeded;
-    for (size_t i : ranked) succeeded.push_back(step.results[i].succeeded());
-    const Counted counted = counted_configurations(succeeded);
+    std::vector<double> accuracy;
+    for (size_t i : ranked) {
+      succeeded.push_back(step.results[i].succeeded());
+      accuracy.push_back(step.results[i].last.final_accuracy);
+    }
+    const Counted counted = counted_configurations(succeeded, accuracy, config.report.min_accuracy);
     std::map<size_t, std::vector<double>> at_length;  // index into lengths -> normalized values
     for (size_t r = 0; r < ranked.size(); ++r) {
       const size_t chosen = ranked[r];
@@ -176,7 +180,8 @@ void LengthGenStudy::report(ReportContext& report) const {
   models.header = {
       "model", "format",        "task",   "distribution",   "L",
       "N",     "configuration", "status", "final val loss", "final-state acc (validation)"};
-  size_t unlearned = 0;
+  size_t unlearned = 0, none_counted = 0;
+  const std::string threshold = format_number(report.min_accuracy, 3);
   Table curves;
   curves.header = {"model",
                    "format",
@@ -205,11 +210,15 @@ void LengthGenStudy::report(ReportContext& report) const {
     f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";
     f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
     std::vector<bool> succeeded;
-    for (const StoredOutcome* o : outcomes)
+    std::vector<double> accuracy;
+    for (const StoredOutcome* o : outcomes) {
       succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
-    const Counted counted = counted_configurations(succeeded);
+      accuracy.push_back(o->value["final_accuracy"].as<double>(NAN));
+    }
+    const Counted counted = counted_configurations(succeeded, accuracy, report.min_accuracy);
     const bool learned = counted.learned;
-    unlearned += !learned;
+    unlearned += !learned && counted.any();
+    none_counted += !counted.any();
     Figure::Series s{model_legend(cell["model"], row.model) + ", " + paper_task_name(cell["task"]) +
                          ", " + distribution + " L=" + std::to_string(L) +
                          (learned ? "" : " (failed)"),
@@ -225,12 +234,16 @@ void LengthGenStudy::report(ReportContext& report) const {
       const StoredOutcome* o = outcomes[i];
       const std::string status = o->value["status"].as<std::string>("");
       const bool in_means = counted.counted[i];
-      models.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
-                             o->value["n"].as<std::string>(),
-                             "lr=" + format_number(o->value["lr"].as<double>(), 3) +
-                                 " seed=" + o->value["seed"].as<std::string>(),
-                             status + (in_means ? "" : " (not in the means)"),
-                             shown(o, "final_loss", false), shown(o, "final_accuracy", true)});
+      const bool below = accuracy[i] < report.min_accuracy;
+      models.rows.push_back(
+          {row.model, row.format, row.task, distribution, std::to_string(L),
+           o->value["n"].as<std::string>(),
+           "lr=" + format_number(o->value["lr"].as<double>(), 3) +
+               " seed=" + o->value["seed"].as<std::string>(),
+           status + (in_means ? ""
+                     : below  ? " (below accuracy " + threshold + ", not in the means)"
+                              : " (not in the means)"),
+           shown(o, "final_loss", false), shown(o, "final_accuracy", true)});
       for (const auto& point : o->value["curve"]) {
         const int length = point[0].as<int>();
         const double normalized = point[3].as<double>();
@@ -243,11 +256,15 @@ void LengthGenStudy::report(ReportContext& report) const {
         if (in_means) normalized_at[length].push_back(normalized);
       }
     }
+    const ColumnKey column{rank_of(kDistributionOrder, distribution), L, distribution};
+    if (!counted.any()) {  // no model to summarise: no curve, a dash in the table
+      lengthgen.cells[row][column] = "–";
+      continue;
+    }
     for (const auto& [length, values] : normalized_at) {
       s.points.push_back({static_cast<double>(length) / L, mean_of_finite(values)});
       if (length == report_length)
-        lengthgen.cells[row][{rank_of(kDistributionOrder, distribution), L, distribution}] =
-            format_spread(values) + (learned ? "" : "*");
+        lengthgen.cells[row][column] = format_spread(values) + (learned ? "" : "*");
     }
     f.series.push_back(s);
   }
@@ -262,17 +279,27 @@ void LengthGenStudy::report(ReportContext& report) const {
             std::string(unlearned ? "; * no configuration succeeded in-distribution: the mean "
                                     "over all of them, not a learned solution's"
                                   : "") +
+            (report.min_accuracy > 0
+                 ? "; a configuration whose final-state accuracy on the validation set is below " +
+                       threshold + " (report.min_accuracy) is left out of the mean" +
+                       (none_counted ? std::string(" (–: none reaches it)") : std::string())
+                 : std::string()) +
             ".",
         lengthgen.table());
-    report.write_table("lengthgen_models", "The models length generalization analysed",
-                       "Each configuration a cell read: its status, and its final weights' (the "
-                       "analysed ones) validation loss and final-state accuracy; one that did not "
-                       "succeed beside one that did is not in the means.",
-                       models);
+    report.write_table(
+        "lengthgen_models", "The models length generalization analysed",
+        "Each configuration a cell read: its status, and its final weights' (the "
+        "analysed ones) validation loss and final-state accuracy; one that did not "
+        "succeed beside one that did" +
+            (report.min_accuracy > 0 ? ", or whose accuracy is below " + threshold + ","
+                                     : std::string()) +
+            " is not in the means.",
+        models);
     write_file_atomically((report.dir / "lengthgen_curves.csv").string(), curves.csv());
     report.index.push_back("- [every evaluated length](lengthgen_curves.csv)");
   }
   for (auto& [which, f] : lengthgen_figures) {
+    if (f.series.empty()) continue;  // no cell of this format had a model to summarise
     distinguish_series(f);
     f.extra +=
         "set arrow from graph 0, first 0 to graph 1, first 0 nohead dashtype 3 lc 'gray40'\n";

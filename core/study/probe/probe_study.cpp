@@ -293,7 +293,7 @@ void ProbeStudy::report(ReportContext& report) const {
   depth_table.header = {"model",       "format",     "task",     "distribution",
                         "L",           "analysed",   "length",   "model acc",
                         "readable at", "probe area", "formed at"};
-  size_t unlearned_cells = 0;
+  size_t unlearned_cells = 0, none_counted = 0;
   // Per (task, format, length as a multiple of L) two figures against relative depth, one line
   // per model and cell at the mean over its analysed configurations: the probe's accuracy (what
   // is readable) and the patching recovery at the readout (where the answer is formed).
@@ -307,12 +307,26 @@ void ProbeStudy::report(ReportContext& report) const {
     // The succeeded configurations when there are any (a model that learned nothing has no
     // solution to read), else every analysed one, marked.
     std::vector<bool> succeeded;
-    for (const StoredOutcome* o : outcomes)
+    std::vector<double> accuracy;
+    for (const StoredOutcome* o : outcomes) {
       succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
-    const Counted counted = counted_configurations(succeeded);
+      accuracy.push_back(o->value["final_accuracy"].as<double>(NAN));
+    }
+    const Counted counted = counted_configurations(succeeded, accuracy, report.min_accuracy);
     const bool learned = counted.learned;
-    unlearned_cells += !learned;
     const std::string& analysed = counted.text;
+    if (!counted.any()) {  // no model to read: one row that says so, no curves
+      ++none_counted;
+      const std::vector<std::string> head{row.model,    row.format,        row.task,
+                                          distribution, std::to_string(L), analysed};
+      std::vector<std::string> line = head, depth_line = head;
+      line.resize(table.header.size(), "–");
+      depth_line.resize(depth_table.header.size(), "–");
+      table.rows.push_back(line);
+      depth_table.rows.push_back(depth_line);
+      continue;
+    }
+    unlearned_cells += !learned;
     std::vector<const StoredOutcome*> used;
     for (size_t i = 0; i < outcomes.size(); ++i)
       if (counted.counted[i]) used.push_back(outcomes[i]);
@@ -419,7 +433,15 @@ void ProbeStudy::report(ReportContext& report) const {
       " analysed: the configurations read for the cell (`probe.configurations`, the best "
       "finished ones of its N by final validation loss, successes first); the numbers are over "
       "those that succeeded, or over all of them, marked failed, when none did; each is the "
-      "mean, with the range (lowest to highest) in brackets when they differ.";
+      "mean, with the range (lowest to highest) in brackets when they differ." +
+      (report.min_accuracy > 0
+           ? " A configuration whose final-state accuracy on the validation set is below " +
+                 format_number(report.min_accuracy, 3) + " (report.min_accuracy) is left out" +
+                 (none_counted ? std::string("; a cell with none at or above it has one row of "
+                                             "dashes and no curve")
+                               : std::string()) +
+                 "."
+           : std::string());
   report.write_table(
       "probe_table", "Layerwise probes, ablation and patching",
       "probe: held-out accuracy of a linear probe for the current state at every "
