@@ -72,8 +72,9 @@ BOOST_DATA_TEST_CASE(model_is_causal, bdata::make(kModels), name) {
 }
 
 // Hook points: a handler that replaces every activation by a copy of itself leaves the logits
-// exactly as they are; zeroing one hook's activation changes them (the hook is on the path);
-// the names are as docs/plugin-guide.md lists them.
+// as they are (exactly; a recurrent layer then runs step by step, the same to rounding);
+// zeroing one hook's activation changes them (the hook is on the path); the names are as
+// docs/plugin-guide.md lists them (a recurrent hook point is called once per step).
 BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(kModels), name) {
   auto model = make(kSmall.at(name), 12, 10, 1);
   model->eval();
@@ -82,12 +83,12 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   const auto plain = model->forward(tokens);
   std::vector<std::string> seen;
   model->hooks.set_handler([&](const std::string& hook, const torch::Tensor& x) {
-    seen.push_back(hook);
+    if (seen.empty() || seen.back() != hook) seen.push_back(hook);
     BOOST_TEST(x.size(0) == 3);
     BOOST_TEST(x.size(1) == 10);
     return x.clone();
   });
-  BOOST_TEST(torch::equal(model->forward(tokens), plain));
+  BOOST_TEST(torch::allclose(model->forward(tokens), plain, 1e-5, 1e-6));
   BOOST_REQUIRE(!seen.empty());
   const std::map<std::string, std::string> expected = {
       {"lstm", "embed, lstm.0-1"},
@@ -111,6 +112,40 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
   }
   model->hooks.clear();
   BOOST_TEST(torch::equal(model->forward(tokens), plain));
+}
+
+// A recurrent layer's hook point is the state it carries: patching it at position p changes the
+// output at p and, through the state, every later position (the layer's output copy alone would
+// change p only in a one-layer model), and nothing before p.
+BOOST_DATA_TEST_CASE(patching_a_recurrent_state_changes_the_next_positions,
+                     bdata::make(std::vector<std::string>{"lstm", "gru", "dense_ssm"}), name) {
+  const std::map<std::string, std::pair<std::string, std::string>> model_and_hook = {
+      {"lstm", {"{name: lstm, hidden: 16}", "lstm.0"}},
+      {"gru", {"{name: gru, hidden: 16}", "gru.0"}},
+      {"dense_ssm", {"{name: dense_ssm, hidden: 16}", "state"}}};
+  const auto& [text, hook] = model_and_hook.at(name);
+  auto model = make(text, 12, 10, 1);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const auto tokens = torch::randint(0, 10, {3, 10}, torch::kLong);
+  const auto plain = model->forward(tokens);
+  const int64_t p = 4;
+  int calls = 0;
+  model->hooks.set_handler([&](const std::string& at, const torch::Tensor& x) {
+    if (at != hook) return x;
+    ++calls;
+    auto patched = x.clone();
+    patched.select(1, p).fill_(0.5);
+    return patched;
+  });
+  const auto edited = model->forward(tokens);
+  model->hooks.clear();
+  BOOST_TEST(calls == 10);  // once per step
+  BOOST_TEST(torch::allclose(edited.slice(1, 0, p), plain.slice(1, 0, p), 1e-5, 1e-6));
+  for (int64_t t = p; t < 10; ++t)
+    BOOST_TEST(!torch::allclose(edited.select(1, t), plain.select(1, t), 1e-4, 1e-4),
+               name << " position " << t);
 }
 
 BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {

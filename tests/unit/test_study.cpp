@@ -911,9 +911,10 @@ probe: {multiples: [1, 2], samples: 200}
   // state may carry the parity in others too; test_probe checks ablation where it is not.)
   BOOST_TEST(lstm["ablated_accuracy"].as<double>() >= 0.0);
   BOOST_TEST(lstm["ablated_accuracy"].as<double>() <= 1.0);
-  // The whole subspace probes read, removed at the recurrent layer that the readout reads:
-  // a probe is then at chance and the model falls to chance; a random subspace of that
-  // dimension (the control) leaves more of it.
+  // The whole subspace probes read, removed from the recurrent state at every step: a probe is
+  // then at chance and the model falls to chance; a random subspace of that dimension (the
+  // control), removed from the state at every step too, leaves more of it (it takes about half
+  // of a 16-wide state, so it costs the model much as well).
   BOOST_TEST_MESSAGE("lstm.0: nullspace "
                      << lstm["nullspace_dims"] << " dims in " << lstm["nullspace_rounds"]
                      << " rounds, probe after " << lstm["nullspace_probe"] << ", model "
@@ -922,7 +923,7 @@ probe: {multiples: [1, 2], samples: 200}
   BOOST_TEST(lstm["nullspace_dims"].as<int>() >= 1);
   BOOST_TEST(lstm["nullspace_probe"].as<double>() < 0.1);
   BOOST_TEST(lstm["nullspace_accuracy"].as<double>() < 0.7);
-  BOOST_TEST(lstm["random_accuracy"].as<double>() > lstm["nullspace_accuracy"].as<double>() + 0.2);
+  BOOST_TEST(lstm["random_accuracy"].as<double>() > lstm["nullspace_accuracy"].as<double>() + 0.1);
   // Patching the clean embedding at the changed action undoes the corruption; at the readout
   // the embedding (of an unchanged token) recovers nothing, the LSTM's state all of it.
   BOOST_TEST(std::abs(embed["patch_changed"].as<double>() - 1.0) < 1e-6,
@@ -931,6 +932,12 @@ probe: {multiples: [1, 2], samples: 200}
              embed["patch_readout"].as<double>());
   BOOST_TEST(std::abs(lstm["patch_readout"].as<double>() - 1.0) < 1e-6,
              lstm["patch_readout"].as<double>());
+  // At the changed action the clean hidden state flows on (the cell state stays corrupted):
+  // not 0 by construction, as a patch of the layer's output copy alone would be.
+  BOOST_TEST_MESSAGE("lstm.0: patch at the changed action recovers "
+                     << lstm["patch_changed"].as<double>());
+  BOOST_TEST(std::abs(lstm["patch_changed"].as<double>()) > 0.05,
+             lstm["patch_changed"].as<double>());
   const size_t trained = run.store->all().size();
   BOOST_TEST(std::filesystem::exists(run.dir + "/probe_table.md"));
   BOOST_TEST(std::filesystem::exists(run.dir + "/study.md"));

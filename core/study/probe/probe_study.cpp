@@ -90,6 +90,9 @@ class ProbeStudy final : public Study {
     node["l2"] = exact(settings_.fit.l2);
     node["nullspace_rounds"] = settings_.nullspace_rounds;
     node["nullspace_margin"] = exact(settings_.nullspace_margin);
+    // The measurement's version: 2, recurrent hook points carry an edit to the next step
+    // (induct::hooked_recurrence), so probes stored by version 1 are measured again.
+    node["version"] = 2;
     return node;
   }
   ProbeStudySettings settings_;

@@ -144,14 +144,11 @@ class DenseSsm final : public induct::SequenceModel {
       per_token = torch::matmul(W_.reshape({H * H, c_.embed}), e.t()).t().reshape({V, H, H});
     else  // V^T e_v: [V, R]
       per_token = torch::matmul(e, V_);
-    auto h = h0_.expand({B, H});  // [B, H]
-    std::vector<torch::Tensor> states;
-    for (const auto& token : tokens.unbind(1)) {  // token: [B]
+    // One step: h_t [B, H] from h_{t-1} and the tokens x_t [B].
+    const auto advance = [&](const torch::Tensor& token, torch::Tensor h) {
       if (fused) {
         auto all = induct::nn::linear(h, per_token);  // [B, V*H]
-        h = SelectNormalize::apply(all, token.contiguous(), H, c_.normalize)[0];
-        states.push_back(h);
-        continue;
+        return SelectNormalize::apply(all, token.contiguous(), H, c_.normalize)[0];
       }
       if (b > 0) {
         auto A = per_token.index_select(0, token);                       // [B, nb, b, b]
@@ -167,9 +164,20 @@ class DenseSsm final : public induct::SequenceModel {
         h = torch::matmul(torch::matmul(h, W_) * scale, U_.t());  // [B, H]
       }
       if (c_.normalize) h = h / h.norm(2, -1, /*keepdim=*/true).clamp_min(kMinNorm);
-      states.push_back(h);
+      return h;
+    };
+    const torch::Tensor h0 = h0_.expand({B, H});  // [B, H]
+    torch::Tensor all_states;                     // [B, T, H]
+    if (hooks.active()) {  // a study reads or edits the state: an edit at t is what t + 1 reads
+      all_states = induct::hooked_recurrence(
+          hooks, "state", tokens.size(1), h0,
+          [&](int64_t t, const torch::Tensor& h) { return advance(tokens.select(1, t), h); });
+    } else {
+      torch::Tensor h = h0;
+      std::vector<torch::Tensor> states;
+      for (const auto& token : tokens.unbind(1)) states.push_back(h = advance(token, h));
+      all_states = hooks("state", torch::stack(states, 1));
     }
-    auto all_states = hooks("state", torch::stack(states, 1));          // [B, T, H]
     return induct::nn::linear(all_states, head_->weight, head_->bias);  // [B, T, V]
   }
 
