@@ -150,6 +150,7 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
     YAML::Node hooks(YAML::NodeType::Sequence);
     uint64_t hook_index = 0;
     for (const std::string& name : order) {
+      if (context.check_stop) context.check_stop();  // minutes per hook on a busy machine
       ++hook_index;
       const torch::Tensor& act = acts.at(name);
       if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))

@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>  // not torch/types.h: exec/pool.hpp includes this header
 #include <yaml-cpp/yaml.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -22,6 +23,9 @@ struct MeasureContext {
   const CellData& cell;
   const TrialSpec& spec;
   c10::Device device;
+  // Called between a long measurement's parts; throws to end it (the coordinator's stop
+  // signal, when the coordinator measures). Empty: nothing to check (a worker).
+  std::function<void()> check_stop = nullptr;
 };
 
 using Measurement = YAML::Node (*)(const MeasureContext& context, const YAML::Node& settings);

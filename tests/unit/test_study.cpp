@@ -18,6 +18,8 @@
 
 #include "exec/signals.hpp"
 #include "exec/status.hpp"
+#include "options_yaml.hpp"
+#include "probe/measure.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reference.hpp"
 #include "report/reports.hpp"
@@ -26,6 +28,7 @@
 #include "study/registry.hpp"
 #include "study/step.hpp"
 #include "support.hpp"
+#include "train/cell_setup.hpp"
 #include "train/generalization.hpp"
 #include "util/text.hpp"
 
@@ -1248,6 +1251,44 @@ report: {min_accuracy: 0.9}
   const std::string all = test::read(run.dir + "/lengthgen_table.md");
   const std::string at_2L = format_spread({read[0]["curve"][1][3].as<double>()}) + "*";
   BOOST_TEST(all.find("| " + at_2L) != std::string::npos, at_2L << "\n" << all);
+}
+
+// The probe measurement asks whether to stop before each hook point (the probe study's
+// coordinator throws there on a stop signal), so a stop does not wait for a whole model's probes.
+BOOST_AUTO_TEST_CASE(probing_asks_to_stop_before_each_hook_point) {
+  const std::string text = R"(study: probe
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8, layers: 2}
+data: {format: acot, distribution: uniform, L: 4}
+training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
+)";
+  Run run(text, "probe_stop");
+  const PreparedCell& cell = run.cells.at(0);
+  const CellData data = make_cell_data(test::plugins(), cell.cell);
+  const TrialSpec trial = make_trial(run.config, cell, 10, 1e-2, 10);
+  auto model =
+      make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
+                         {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
+  YAML::Node settings;
+  settings["lengths"].push_back(4);
+  settings["samples"] = 40;
+  settings["iterations"] = 20;
+  settings["l2"] = 1e-3;
+  settings["nullspace_rounds"] = 0;
+  struct Stop {};
+  int calls = 0;
+  const auto stop_at = [&](int at) {
+    calls = 0;
+    return [&calls, at] {
+      if (++calls == at) throw Stop{};
+    };
+  };
+  // embed, lstm.0, lstm.1: three hook points, asked before each.
+  BOOST_CHECK_THROW(measure_probe({*model, data, trial, torch::kCPU, stop_at(2)}, settings), Stop);
+  BOOST_TEST(calls == 2);
+  const YAML::Node whole = measure_probe({*model, data, trial, torch::kCPU, stop_at(99)}, settings);
+  BOOST_TEST(calls == 3);
+  BOOST_TEST(whole["lengths"][0]["hooks"].size() == 3u);
 }
 
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's

@@ -171,7 +171,12 @@ YAML::Node probe_checkpoint(const StudyRun& run, const PreparedCell& cell, const
                                   {data.vocab.size(), trial.max_length, data.vocab.pad()},
                                   trial.seed, device);
   load_checkpoint(*model, checkpoint_file(run, trial));
-  return measure_probe({*model, data, trial, device}, settings);
+  // A stop signal ends the probing between hook points (it runs here, in the coordinator,
+  // where no runner drains): the study then stops as after a drain, nothing in flight.
+  const auto check_stop = [] {
+    if (stop_signal() != 0) throw Interrupted(stop_signal(), 0, stop_signals_received() > 1);
+  };
+  return measure_probe({*model, data, trial, device, check_stop}, settings);
 }
 
 int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const {
