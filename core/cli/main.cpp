@@ -128,7 +128,7 @@ int command_plugins(const Global& global) {
   std::cout << table.text();
   // Each model's hook points (the layer outputs that probes read), from one forward pass at its
   // defaults; a model that cannot be built at its defaults says why.
-  std::cout << "\nhook points (layer outputs, in forward order):\n";
+  std::cout << "\nhook points (layer outputs and recurrent states, in forward order):\n";
   for (const auto& c : registry.components()) {
     if (c.kind != "model") continue;
     std::string hooks;

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "options_yaml.hpp"
 #include "probe/probe.hpp"
 #include "train/cell_setup.hpp"
@@ -16,7 +18,9 @@ std::vector<std::string> model_hook_names(const PluginRegistry& registry,
   std::vector<std::string> names;
   forward_with_hooks(*built, torch::zeros({1, 4}, torch::kLong),
                      [&](const std::string& name, const torch::Tensor& x) {
-                       names.push_back(name);
+                       // A recurrent state's hook is called once per step: named once.
+                       if (std::find(names.begin(), names.end(), name) == names.end())
+                         names.push_back(name);
                        return x;
                      });
   return names;

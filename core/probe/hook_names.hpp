@@ -9,9 +9,9 @@
 
 namespace induct {
 
-// The names a model passes its layer outputs through, in the order of one forward pass of the
-// model at its default options (vocabulary 4, 4 tokens). Empty for a model without hooks;
-// PluginError or ConfigError when the model cannot be built at its defaults.
+// The names a model passes its layer outputs or carried states through, each once, in the order
+// of one forward pass of the model at its default options (vocabulary 4, 4 tokens). Empty for a
+// model without hooks; PluginError or ConfigError when the model cannot be built at its defaults.
 std::vector<std::string> model_hook_names(const PluginRegistry& registry, const std::string& model);
 
 // The names with runs of numbered ones shortened: "embed, block.0-5, norm".

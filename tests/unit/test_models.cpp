@@ -151,6 +151,9 @@ BOOST_DATA_TEST_CASE(patching_a_recurrent_state_changes_the_next_positions,
 BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {
   BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "gpt2")) ==
              "embed, block.0-5, norm");
+  // A recurrent state's hook, called once per step, is named once.
+  BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "lstm")) == "embed, lstm.0");
+  BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "dense_ssm")) == "state");
   BOOST_TEST(summarize_hook_names({"a.0", "a.1", "b.2", "a.3", "c", "d.x", "e.1"}) ==
              "a.0-1, b.2, a.3, c, d.x, e.1");
   BOOST_TEST(summarize_hook_names({}) == "");
