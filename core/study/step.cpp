@@ -168,26 +168,34 @@ Counted counted_configurations(const std::vector<bool>& succeeded,
   const size_t all = succeeded.size();
   c.learned = std::find(succeeded.begin(), succeeded.end(), true) != succeeded.end();
   c.counted.assign(all, false);
-  size_t kind = 0;  // succeeded ones when learned, else all
+  c.below.assign(all, false);
+  size_t n = 0, below = 0;  // of the kind a summary counts: succeeded ones when learned, else all
   for (size_t i = 0; i < all; ++i) {
+    c.below[i] = accuracy[i] < min_accuracy;  // NaN (not recorded) compares false: counted
     if (c.learned && !succeeded[i]) continue;
-    ++kind;
-    if (accuracy[i] < min_accuracy)  // NaN (not recorded) compares false: counted
-      ++c.below;
-    else
-      c.counted[i] = true;
+    c.counted[i] = !c.below[i];
+    (c.below[i] ? below : n) += 1;
   }
   const std::string threshold = "accuracy " + format_number(min_accuracy, 3);
-  const size_t n = kind - c.below;
   if (n == 0) {
     c.text = "none of " + std::to_string(all) + " reaches " + threshold;
     return c;
   }
-  c.text =
-      std::to_string(n) + (c.learned ? " succeeded" : " failed") +
-      (n < all ? " of " + std::to_string(all) : std::string()) +
-      (c.below > 0 ? " (" + std::to_string(c.below) + " below " + threshold + ")" : std::string());
+  c.text = std::to_string(n) + (c.learned ? " succeeded" : " failed") +
+           (n < all ? " of " + std::to_string(all) : std::string()) +
+           (below > 0 ? " (" + std::to_string(below) + " below " + threshold + ")" : std::string());
   return c;
+}
+
+Counted counted_configurations(const std::vector<const StoredOutcome*>& outcomes,
+                               double min_accuracy) {
+  std::vector<bool> succeeded;
+  std::vector<double> accuracy;
+  for (const StoredOutcome* o : outcomes) {
+    succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
+    accuracy.push_back(o->value["final_accuracy"].as<double>(std::nan("")));
+  }
+  return counted_configurations(succeeded, accuracy, min_accuracy);
 }
 
 long chosen_configuration(const StepResult& step, const std::function<bool(size_t)>& usable) {

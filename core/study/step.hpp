@@ -72,18 +72,22 @@ std::vector<size_t> ranked_configurations(const StepResult& step,
 // those that failed when none succeeded (`learned` false: the numbers then describe unlearned
 // models); in both cases only those whose final-state accuracy on the validation set
 // (`accuracy`, NaN: not recorded, counted) is at least `min_accuracy` (report.min_accuracy),
-// so none may be counted (`below`: how many the accuracy left out). `text` as tables name them:
-// "2 succeeded", "1 succeeded of 3", "3 failed", "2 failed of 3 (1 below accuracy 0.9)",
-// "none of 3 reaches accuracy 0.9".
+// so none may be counted (`below`: each configuration's accuracy is under `min_accuracy`).
+// `text` as tables name them: "2 succeeded", "1 succeeded of 3", "3 failed", "2 failed of 3 (1
+// below accuracy 0.9)", "none of 3 reaches accuracy 0.9".
 struct Counted {
   std::vector<bool> counted;
+  std::vector<bool> below;
   bool learned = false;
-  size_t below = 0;
   std::string text;
   bool any() const;
 };
 Counted counted_configurations(const std::vector<bool>& succeeded,
                                const std::vector<double>& accuracy, double min_accuracy);
+// The same for the stored outcomes of a kind that reads one configuration each (lengthgen,
+// probe): their `status` and `final_accuracy`.
+Counted counted_configurations(const std::vector<const StoredOutcome*>& outcomes,
+                               double min_accuracy);
 
 // Where a trial of this run keeps its trained model (StepOptions::checkpoints).
 std::string checkpoint_file(const StudyRun& run, const TrialSpec& trial);

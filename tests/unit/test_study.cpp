@@ -1209,7 +1209,7 @@ BOOST_AUTO_TEST_CASE(summaries_count_successes_then_failures_above_the_accuracy)
   c = counted_configurations({false, false, false}, {0.5, 0.95, nan}, 0.9);
   BOOST_TEST(!c.learned);
   BOOST_TEST((c.counted == std::vector<bool>{false, true, true}));
-  BOOST_TEST(c.below == 1u);
+  BOOST_TEST((c.below == std::vector<bool>{true, false, false}));
   BOOST_TEST(c.text == "2 failed of 3 (1 below accuracy 0.9)");
   c = counted_configurations({false, false}, {0.5, 0.51}, 0.9);
   BOOST_TEST(!c.any());

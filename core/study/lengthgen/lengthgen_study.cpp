@@ -209,13 +209,7 @@ void LengthGenStudy::report(ReportContext& report) const {
     f.xlabel = "length (multiples of the trained maximum L)";
     f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";
     f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
-    std::vector<bool> succeeded;
-    std::vector<double> accuracy;
-    for (const StoredOutcome* o : outcomes) {
-      succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
-      accuracy.push_back(o->value["final_accuracy"].as<double>(NAN));
-    }
-    const Counted counted = counted_configurations(succeeded, accuracy, report.min_accuracy);
+    const Counted counted = counted_configurations(outcomes, report.min_accuracy);
     const bool learned = counted.learned;
     unlearned += !learned && counted.any();
     none_counted += !counted.any();
@@ -234,7 +228,7 @@ void LengthGenStudy::report(ReportContext& report) const {
       const StoredOutcome* o = outcomes[i];
       const std::string status = o->value["status"].as<std::string>("");
       const bool in_means = counted.counted[i];
-      const bool below = accuracy[i] < report.min_accuracy;
+      const bool below = counted.below[i];
       models.rows.push_back(
           {row.model, row.format, row.task, distribution, std::to_string(L),
            o->value["n"].as<std::string>(),

@@ -314,13 +314,7 @@ void ProbeStudy::report(ReportContext& report) const {
     const int L = cell["L"].as<int>();
     // The succeeded configurations when there are any (a model that learned nothing has no
     // solution to read), else every analysed one, marked.
-    std::vector<bool> succeeded;
-    std::vector<double> accuracy;
-    for (const StoredOutcome* o : outcomes) {
-      succeeded.push_back(o->value["status"].as<std::string>("") == "succeeded");
-      accuracy.push_back(o->value["final_accuracy"].as<double>(NAN));
-    }
-    const Counted counted = counted_configurations(succeeded, accuracy, report.min_accuracy);
+    const Counted counted = counted_configurations(outcomes, report.min_accuracy);
     const bool learned = counted.learned;
     const std::string& analysed = counted.text;
     if (!counted.any()) {  // no model to read: one row that says so, no curves
