@@ -26,32 +26,65 @@ std::vector<std::string> model_hook_names(const PluginRegistry& registry,
   return names;
 }
 
+namespace {
+
+// "prefix.k" or "prefix.k.part" with k a number.
+bool split_hook_name(const std::string& name, std::string& prefix, long& index, std::string& part) {
+  std::string rest = name;
+  part.clear();
+  if (!inner_hook_part(name).empty()) {
+    part = inner_hook_part(name);
+    rest = name.substr(0, name.size() - part.size() - 1);
+  }
+  const auto dot = rest.rfind('.');
+  if (dot == std::string::npos || dot + 1 == rest.size() ||
+      rest.find_first_not_of("0123456789", dot + 1) != std::string::npos)
+    return false;
+  prefix = rest.substr(0, dot);
+  index = std::stol(rest.substr(dot + 1));
+  return true;
+}
+
+}  // namespace
+
+std::string inner_hook_part(const std::string& name) {
+  const auto last = name.rfind('.');
+  if (last == std::string::npos || last == 0) return "";
+  const auto before = name.rfind('.', last - 1);
+  const std::string index = name.substr(before == std::string::npos ? 0 : before + 1,
+                                        last - (before == std::string::npos ? 0 : before + 1));
+  const std::string part = name.substr(last + 1);
+  if (before == std::string::npos || index.empty() || part.empty() ||
+      index.find_first_not_of("0123456789") != std::string::npos ||
+      part.find_first_not_of("0123456789") == std::string::npos)
+    return "";
+  return part;
+}
+
 std::string summarize_hook_names(const std::vector<std::string>& names) {
-  // "prefix.k" with k a number: consecutive k under one prefix become "prefix.a-b".
-  auto split = [](const std::string& name, std::string& prefix, long& index) {
-    const auto dot = name.rfind('.');
-    if (dot == std::string::npos || dot + 1 == name.size() ||
-        name.find_first_not_of("0123456789", dot + 1) != std::string::npos)
-      return false;
-    prefix = name.substr(0, dot);
-    index = std::stol(name.substr(dot + 1));
-    return true;
-  };
+  // The layers' points first, then the inner ones; consecutive k under one prefix (and part)
+  // become "prefix.a-b" ("prefix.a-b.part").
+  std::vector<std::string> ordered;
+  for (const bool inner : {false, true})
+    for (const auto& name : names)
+      if (inner_hook_part(name).empty() != inner) ordered.push_back(name);
   std::string out;
-  for (size_t i = 0; i < names.size();) {
-    std::string prefix, next_prefix;
+  for (size_t i = 0; i < ordered.size();) {
+    std::string prefix, next_prefix, part, next_part;
     long first = 0, last = 0, next = 0;
     size_t j = i + 1;
-    if (split(names[i], prefix, first)) {
+    if (split_hook_name(ordered[i], prefix, first, part)) {
       last = first;
-      while (j < names.size() && split(names[j], next_prefix, next) && next_prefix == prefix &&
-             next == last + 1) {
+      while (j < ordered.size() && split_hook_name(ordered[j], next_prefix, next, next_part) &&
+             next_prefix == prefix && next_part == part && next == last + 1) {
         last = next;
         ++j;
       }
     }
     if (!out.empty()) out += ", ";
-    out += j - i > 1 ? prefix + "." + std::to_string(first) + "-" + std::to_string(last) : names[i];
+    out += j - i > 1 ? prefix + "." + std::to_string(first) + "-" + std::to_string(last) +
+                           (part.empty() ? "" : "." + part)
+                     : ordered[i];
     i = j;
   }
   return out;

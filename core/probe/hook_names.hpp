@@ -14,7 +14,12 @@ namespace induct {
 // model without hooks; PluginError or ConfigError when the model cannot be built at its defaults.
 std::vector<std::string> model_hook_names(const PluginRegistry& registry, const std::string& model);
 
-// The names with runs of numbered ones shortened: "embed, block.0-5, norm".
+// The part of an inner hook point's name ("conv" of "block.2.conv": a point inside the layer
+// whose hook point is "block.2"); "" for a layer's own point ("embed", "block.2", "norm").
+std::string inner_hook_part(const std::string& name);
+
+// The names with runs of numbered ones shortened, the layers' points first, then the inner
+// ones: "embed, block.0-5, norm, block.0-5.conv".
 std::string summarize_hook_names(const std::vector<std::string>& names);
 
 }  // namespace induct

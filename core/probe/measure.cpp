@@ -9,6 +9,7 @@
 #include "data/language.hpp"
 #include "data/length_stream.hpp"
 #include "options_yaml.hpp"
+#include "probe/hook_names.hpp"
 #include "probe/probe.hpp"
 #include "train/cell_setup.hpp"
 #include "train/generalization.hpp"
@@ -147,15 +148,24 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       bad_gap = gap(forward_with_hooks(model, corrupted, nullptr));
     }
 
-    YAML::Node hooks(YAML::NodeType::Sequence);
-    uint64_t hook_index = 0;
+    // The layers' hook points, and the inner points that are a block's causal convolution.
+    std::vector<std::string> layers, convs;
     for (const std::string& name : order) {
-      if (context.check_stop) context.check_stop();  // minutes per hook on a busy machine
-      ++hook_index;
       const torch::Tensor& act = acts.at(name);
       if (act.dim() < 3 || act.size(0) != count || act.size(1) != tokens.size(1))
         throw std::runtime_error("hook '" + name + "' gave an activation of shape " +
                                  shape_string(act.sizes()) + "; a hook takes [batch, time, ...]");
+      const std::string part = inner_hook_part(name);
+      if (part.empty()) layers.push_back(name);
+      if (part == "conv") convs.push_back(name);
+    }
+
+    YAML::Node hooks(YAML::NodeType::Sequence);
+    uint64_t hook_index = 0;
+    for (const std::string& name : layers) {
+      if (context.check_stop) context.check_stop();  // minutes per hook on a busy machine
+      ++hook_index;
+      const torch::Tensor& act = acts.at(name);
       const torch::Tensor features = act.index_select(1, action_positions.to(act.device()))
                                          .reshape({count * n, -1})
                                          .to(torch::kFloat)
@@ -220,6 +230,30 @@ YAML::Node measure_probe(const MeasureContext& context, const YAML::Node& settin
       hooks.push_back(h);
     }
     entry["hooks"] = hooks;
+
+    // A block's convolution: in the corrupted runs, its clean output at every position (all its
+    // scan reads of the sequence restored: the share of the change carried through it), and
+    // on the held-out half its output set to the fitting half's mean at each position.
+    YAML::Node conv_points(YAML::NodeType::Sequence);
+    for (const std::string& name : convs) {
+      if (context.check_stop) context.check_stop();
+      const torch::Tensor& act = acts.at(name);
+      const torch::Tensor mean = act.narrow(0, 0, fit_rows).mean(0, true);  // [1, T, ...]
+      YAML::Node h;
+      h["name"] = name;
+      h["ablated_accuracy"] = exact(accuracy(run_edited(
+          model, test_tokens, name, [&](const torch::Tensor& x) { return mean.expand_as(x); })));
+      double share = 0;
+      if (pairs > 0) {
+        const torch::Tensor clean = act.index_select(0, rows.to(act.device()));
+        share = recovered_share(
+            clean_gap, bad_gap,
+            gap(run_edited(model, corrupted, name, [&](const torch::Tensor&) { return clean; })));
+      }
+      h["patch"] = exact(share);
+      conv_points.push_back(h);
+    }
+    if (!convs.empty()) entry["convs"] = conv_points;
     out["lengths"].push_back(entry);
   }
   return out;

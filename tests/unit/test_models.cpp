@@ -97,10 +97,10 @@ BOOST_DATA_TEST_CASE(hooks_see_every_layer_and_replace_activations, bdata::make(
       {"llama", "embed, block.0-1, norm"},
       {"pythia", "embed, block.0-1, norm"},
       {"dense_ssm", "state"},
-      {"mamba", "embed, block.0, norm"},
-      {"mamba2", "embed, block.0-1, norm"},
+      {"mamba", "embed, block.0, norm, block.0.conv"},
+      {"mamba2", "embed, block.0-1, norm, block.0-1.conv"},
       {"deltanet", "embed, block.0-1, norm"},
-      {"hybrid", "embed, mamba.0, attn.1, mamba2.2, norm"},
+      {"hybrid", "embed, mamba.0, attn.1, mamba2.2, norm, mamba.0.conv, mamba2.2.conv"},
       {"looped", "embed, loop.0-2, norm"},
       {"xlstm", "embed, block.0-1, norm"}};
   BOOST_TEST(summarize_hook_names(seen) == expected.at(name));
@@ -156,6 +156,12 @@ BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {
   BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "dense_ssm")) == "state");
   BOOST_TEST(summarize_hook_names({"a.0", "a.1", "b.2", "a.3", "c", "d.x", "e.1"}) ==
              "a.0-1, b.2, a.3, c, d.x, e.1");
+  BOOST_TEST(summarize_hook_names({"embed", "block.0.conv", "block.0", "block.1.conv", "block.1",
+                                   "norm", "x.y.z"}) ==
+             "embed, block.0-1, norm, x.y.z, block.0-1.conv");
+  BOOST_TEST(inner_hook_part("block.12.conv") == "conv");
+  BOOST_TEST(inner_hook_part("block.12") == "");
+  BOOST_TEST(inner_hook_part("d.x") == "");
   BOOST_TEST(summarize_hook_names({}) == "");
 }
 

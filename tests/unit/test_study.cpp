@@ -1291,6 +1291,68 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   BOOST_TEST(whole["lengths"][0]["hooks"].size() == 3u);
 }
 
+// A block's convolution measured where the answer is known: in a 2-block Mamba whose second
+// block reads nothing of the sequence (the convolution's input rows of its in_proj zeroed), the
+// whole change at the readout flows through block 0's convolution (patch 1) and none through
+// block 1's (patch 0, and setting it to its mean changes no prediction); with block 0 silenced
+// instead, the other way round. The convolutions stay out of the layers' hooks.
+BOOST_AUTO_TEST_CASE(conv_attribution_is_one_where_all_flows_and_zero_where_none_does) {
+  const std::string text = R"(study: probe
+task: {name: modular, m: 2}
+model: {name: mamba, layers: 2, d_model: 16, d_state: 4, dt_rank: 2}
+data: {format: outcome, distribution: uniform, L: 8}
+training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
+)";
+  Run run(text, "probe_conv");
+  const PreparedCell& cell = run.cells.at(0);
+  const CellData data = make_cell_data(test::plugins(), cell.cell);
+  const TrialSpec trial = make_trial(run.config, cell, 10, 1e-2, 10);
+  auto model =
+      make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
+                         {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->named_parameters()) {
+      if (p.key() == "blocks.1.in_proj.weight") p.value().narrow(0, 0, 32).zero_();  // x half
+      if (p.key().find("out_proj.weight") != std::string::npos) p.value().mul_(20);  // wide gaps
+    }
+  }
+  YAML::Node settings;
+  settings["lengths"].push_back(8);
+  settings["samples"] = 200;
+  settings["iterations"] = 20;
+  settings["l2"] = 1e-3;
+  settings["nullspace_rounds"] = 0;
+  const YAML::Node length =
+      measure_probe({*model, data, trial, torch::kCPU}, settings)["lengths"][0];
+  BOOST_REQUIRE(length["pairs"].as<int>() > 50);
+  BOOST_REQUIRE_EQUAL(length["hooks"].size(), 4u);  // embed, block.0, block.1, norm
+  BOOST_TEST(length["hooks"][1]["name"].as<std::string>() == "block.0");
+  BOOST_REQUIRE_EQUAL(length["convs"].size(), 2u);
+  const YAML::Node first = length["convs"][0], second = length["convs"][1];
+  BOOST_TEST(first["name"].as<std::string>() == "block.0.conv");
+  BOOST_TEST(second["name"].as<std::string>() == "block.1.conv");
+  BOOST_TEST(std::abs(first["patch"].as<double>() - 1) < 1e-3, first["patch"].as<double>());
+  BOOST_TEST(std::abs(second["patch"].as<double>()) < 1e-3, second["patch"].as<double>());
+  BOOST_TEST(second["ablated_accuracy"].as<double>() == length["final_accuracy"].as<double>());
+  // The mirror: block 0 reads nothing of the sequence, and the change reaches the answer
+  // through block 1's convolution alone (from the embedding, along the residual stream).
+  auto mirror =
+      make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
+                         {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : mirror->named_parameters()) {
+      if (p.key() == "blocks.0.in_proj.weight") p.value().narrow(0, 0, 32).zero_();
+      if (p.key().find("out_proj.weight") != std::string::npos) p.value().mul_(20);
+    }
+  }
+  const YAML::Node other =
+      measure_probe({*mirror, data, trial, torch::kCPU}, settings)["lengths"][0]["convs"];
+  BOOST_TEST(std::abs(other[0]["patch"].as<double>()) < 1e-3, other[0]["patch"].as<double>());
+  BOOST_TEST(std::abs(other[1]["patch"].as<double>() - 1) < 1e-3, other[1]["patch"].as<double>());
+}
+
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's
 // process group) is one stop; a second a second or more later is a second stop.
 BOOST_AUTO_TEST_CASE(a_signal_repeated_at_once_is_one_stop) {

@@ -91,8 +91,9 @@ class ProbeStudy final : public Study {
     node["nullspace_rounds"] = settings_.nullspace_rounds;
     node["nullspace_margin"] = exact(settings_.nullspace_margin);
     // The measurement's version: 2, recurrent hook points carry an edit to the next step
-    // (induct::hooked_recurrence), so probes stored by version 1 are measured again.
-    node["version"] = 2;
+    // (induct::hooked_recurrence); 3, a block's convolution is measured (convs). Probes stored
+    // by an earlier version are measured again.
+    node["version"] = 3;
     return node;
   }
   ProbeStudySettings settings_;
@@ -149,6 +150,30 @@ std::vector<HookNumbers> read_hooks(const YAML::Node& length, double clean, doub
     h.changed = hook["patch_changed"].as<double>();
     h.readout = hook["patch_readout"].as<double>();
     out.push_back(h);
+  }
+  return out;
+}
+
+// One analysed configuration's numbers at a block's convolution (an inner hook point
+// "<block>.conv"): at its block's relative depth, the share of the gap recovered by its clean
+// output and the drop with its output set to the mean.
+struct ConvNumbers {
+  std::string name;
+  double depth = NAN, patch = 0, ablation = 0;
+};
+
+std::vector<ConvNumbers> read_convs(const YAML::Node& length, double clean, double chance,
+                                    const std::vector<HookNumbers>& hooks) {
+  std::vector<ConvNumbers> out;
+  for (const auto& conv : length["convs"]) {
+    ConvNumbers c;
+    c.name = conv["name"].as<std::string>();
+    const std::string block = c.name.substr(0, c.name.rfind('.'));
+    for (const HookNumbers& h : hooks)
+      if (h.name == block) c.depth = h.depth;
+    c.patch = conv["patch"].as<double>();
+    c.ablation = clean - above_chance(conv["ablated_accuracy"].as<double>(), chance);
+    out.push_back(c);
   }
   return out;
 }
@@ -269,6 +294,10 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
         line += "; " + multiple_label(at, cell.cell.L) + ": model " + format_fraction(clean) +
                 (best_hook.empty() ? ", no hook points to probe"
                                    : ", best probe " + format_fraction(best) + " at " + best_hook);
+        std::string conv_shares;
+        for (const ConvNumbers& conv : read_convs(length, clean, chance, {}))
+          conv_shares += (conv_shares.empty() ? "" : " ") + format_fraction(conv.patch);
+        if (!conv_shares.empty()) line += ", conv patch by block " + conv_shares;
       }
       run.progress.log(line);
     }
@@ -301,12 +330,18 @@ void ProbeStudy::report(ReportContext& report) const {
   depth_table.header = {"model",       "format",     "task",     "distribution",
                         "L",           "analysed",   "length",   "model acc",
                         "readable at", "probe area", "formed at"};
+  Table conv_table;
+  conv_table.header = {"model",       "format",   "task",       "distribution",
+                       "L",           "analysed", "length",     "model acc",
+                       "convolution", "depth",    "conv patch", "conv ablation drop"};
   size_t unlearned_cells = 0, none_counted = 0;
   // Per (task, format, length as a multiple of L) two figures against relative depth, one line
   // per model and cell at the mean over its analysed configurations: the probe's accuracy (what
   // is readable) and the patching recovery at the readout (where the answer is formed).
   std::map<std::tuple<int, int, std::string, std::string, std::string>, std::pair<Figure, Figure>>
       figures;
+  // And for models with convolutions, the conv patch against depth.
+  std::map<std::tuple<int, int, std::string, std::string, std::string>, Figure> conv_figures;
   for (const auto& [label, outcomes] : report.latest_per_configuration("probe")) {
     const YAML::Node cell = outcomes.front()->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], format_label(cell["format"]));
@@ -337,6 +372,8 @@ void ProbeStudy::report(ReportContext& report) const {
     std::map<int, std::map<std::string, std::vector<HookNumbers>>> numbers;
     std::map<int, std::vector<double>> model_acc;
     std::map<int, std::vector<double>> readable_at, area, formed_at;
+    std::map<int, std::vector<std::string>> conv_order;
+    std::map<int, std::map<std::string, std::vector<ConvNumbers>>> conv_numbers;
     for (const StoredOutcome* o : used) {
       for (const auto& length : o->value["lengths"]) {
         if (!length["final_accuracy"]) continue;
@@ -346,7 +383,14 @@ void ProbeStudy::report(ReportContext& report) const {
         model_acc[at].push_back(clean);
         double first_readable = NAN, first_formed = NAN, area_sum = 0, last_x = NAN, last_p = 0;
         size_t points = 0;
-        for (const HookNumbers& h : read_hooks(length, clean, chance, o->value["settings"])) {
+        const std::vector<HookNumbers> hooks =
+            read_hooks(length, clean, chance, o->value["settings"]);
+        for (const ConvNumbers& conv : read_convs(length, clean, chance, hooks)) {
+          if (conv_numbers[at].find(conv.name) == conv_numbers[at].end())
+            conv_order[at].push_back(conv.name);
+          conv_numbers[at][conv.name].push_back(conv);
+        }
+        for (const HookNumbers& h : hooks) {
           if (numbers[at].find(h.name) == numbers[at].end()) hook_order[at].push_back(h.name);
           numbers[at][h.name].push_back(h);
           if (std::isnan(h.depth)) continue;  // the final norm
@@ -428,6 +472,30 @@ void ProbeStudy::report(ReportContext& report) const {
                                   analysed, multiple, format_spread(model_acc[at]),
                                   depths(readable_at[at]), format_spread(area[at]),
                                   depths(formed_at[at])});
+      if (conv_order[at].empty()) continue;
+      Figure& conv_figure =
+          conv_figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
+      if (conv_figure.stem.empty()) {
+        conv_figure = probe_figure;
+        conv_figure.stem = "conv_" + probe_figure.stem.substr(6);
+        conv_figure.title = "Patching each block's convolution" +
+                            probe_figure.title.substr(probe_figure.title.find(':'));
+        conv_figure.ylabel = "share of the logit gap recovered (mean)";
+        conv_figure.series.clear();
+      }
+      Figure::Series shares{series, {}, false};
+      for (const auto& name : conv_order[at]) {
+        std::vector<double> patch, ablation;
+        const auto& list = conv_numbers[at][name];
+        for (const auto& c : list) patch.push_back(c.patch), ablation.push_back(c.ablation);
+        const double x = list.front().depth;
+        if (!std::isnan(x)) shares.points.push_back({x, mean_of_finite(patch)});
+        conv_table.rows.push_back({row.model, row.format, row.task, distribution, std::to_string(L),
+                                   analysed, multiple, format_spread(model_acc[at]), name,
+                                   std::isnan(x) ? std::string("-") : format_number(x, 3),
+                                   format_spread(patch), format_spread(ablation)});
+      }
+      conv_figure.series.push_back(shares);
     }
   }
   if (table.rows.empty()) return;
@@ -473,6 +541,24 @@ void ProbeStudy::report(ReportContext& report) const {
       "never: no hook reaches it (in how many configurations, where only some do)." +
           analysed_note,
       depth_table);
+  if (!conv_table.rows.empty())
+    report.write_table(
+        "probe_conv", "Attribution through each block's convolution",
+        "For models whose blocks mark their causal convolution (Mamba's, Mamba-2's: the inner "
+        "hook point <block>.conv, the convolution's output after its SiLU, all the block's scan "
+        "reads of the sequence). conv patch: the share of the clean-corrupted logit gap at the "
+        "readout recovered by patching the clean convolution output into the corrupted run at "
+        "every position: what of the change reaches the answer through this block's "
+        "convolution (1 - it: around it, through the residual stream and the gate). conv "
+        "ablation drop: the model's normalized final-state accuracy minus the same with the "
+        "convolution's output set to its mean over the fitting half at each position. depth: "
+        "the block's relative depth." +
+            analysed_note,
+        conv_table);
+  for (auto& [which, f] : conv_figures) {
+    distinguish_series(f);
+    report.figures.push_back(f);
+  }
   // Identical curves (a recurrent layer's readout patched, 1 by construction) stay visible.
   for (auto& [which, pair] : figures)
     for (Figure* f : {&pair.first, &pair.second}) {

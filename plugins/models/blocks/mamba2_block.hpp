@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <induct/hooks.hpp>
 #include <induct/nn/conv.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/ssd.hpp>
@@ -50,11 +51,16 @@ class Mamba2Block : public torch::nn::Module {
     out_proj->weight.div_(std::sqrt(static_cast<double>(c.layers)));
   }
 
-  torch::Tensor forward(const torch::Tensor& input) {  // [B, T, d_model]
+  // With `hooks`, the causal convolution's output (x, B and C after its SiLU: all the scan
+  // reads of the sequence besides the step sizes) passes through the hook point `<point>.conv`,
+  // an inner point of the block's.
+  torch::Tensor forward(const torch::Tensor& input, const induct::Hooks* hooks = nullptr,
+                        const std::string& point = {}) {  // [B, T, d_model]
     const int64_t B = input.size(0), T = input.size(1), Di = c_.d_inner(), H = c_.heads(),
                   P = c_.headdim, G = c_.ngroups, N = c_.d_state;
     auto parts = project(in_proj, norm(input)).split({Di, c_.conv_dim(), H}, -1);
     auto xbc = induct::nn::causal_conv1d(parts[1], conv->weight.squeeze(1), conv->bias, true);
+    if (hooks) xbc = (*hooks)(point + ".conv", xbc);
     auto xs = xbc.split({Di, G * N, G * N}, -1);
     auto x = xs[0].reshape({B, T, H, P});
     auto dt = torch::softplus(parts[2] + dt_bias);  // [B, T, H]

@@ -7,6 +7,7 @@
 #include <torch/utils.h>
 
 #include <cmath>
+#include <induct/hooks.hpp>
 #include <induct/nn/conv.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/scan.hpp>
@@ -49,11 +50,15 @@ class MambaBlock : public torch::nn::Module {
     out_proj->weight.div_(std::sqrt(static_cast<double>(c.layers)));
   }
 
-  torch::Tensor forward(const torch::Tensor& x) {  // [B, T, d_model]
+  // With `hooks`, the causal convolution's output (after its SiLU: all the scan reads of the
+  // sequence) passes through the hook point `<point>.conv`, an inner point of the block's.
+  torch::Tensor forward(const torch::Tensor& x, const induct::Hooks* hooks = nullptr,
+                        const std::string& point = {}) {  // [B, T, d_model]
     const int64_t N = c_.d_state;
     auto xz = project(in_proj, norm(x)).chunk(2, -1);  // 2 x [B, T, Di]
     auto u =
         induct::nn::causal_conv1d(xz[0], conv->weight.squeeze(1), conv->bias, true);  // [B, T, Di]
+    if (hooks) u = (*hooks)(point + ".conv", u);
     auto dbc = project(x_proj, u).split({c_.dt_rank, N, N}, -1);   // [B, T, R|N|N]
     auto delta = induct::nn::linear(dbc[0], dt_proj->weight, {});  // [B, T, Di]
     auto A = -torch::exp(A_log);                                   // [Di, N]

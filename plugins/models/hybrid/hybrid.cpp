@@ -46,10 +46,13 @@ std::shared_ptr<torch::nn::Module> make_block(char kind, const Shape& s) {
   return std::make_shared<induct::blocks::Mamba2Block>(s.mamba2);
 }
 
-torch::Tensor run_block(char kind, torch::nn::Module& block, const torch::Tensor& x) {
+// The block's output; a Mamba or Mamba-2 block's convolution is the inner hook point
+// `<point>.conv`.
+torch::Tensor run_block(char kind, torch::nn::Module& block, const torch::Tensor& x,
+                        const induct::Hooks& hooks, const std::string& point) {
   if (kind == 'A') return static_cast<induct::blocks::TransformerBlock&>(block).forward(x);
-  if (kind == 'M') return static_cast<induct::blocks::MambaBlock&>(block).forward(x);
-  return static_cast<induct::blocks::Mamba2Block&>(block).forward(x);
+  if (kind == 'M') return static_cast<induct::blocks::MambaBlock&>(block).forward(x, &hooks, point);
+  return static_cast<induct::blocks::Mamba2Block&>(block).forward(x, &hooks, point);
 }
 
 class Hybrid final : public induct::blocks::Stack {
@@ -67,9 +70,10 @@ class Hybrid final : public induct::blocks::Stack {
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
     auto x = embed(tokens);
-    for (size_t i = 0; i < blocks_.size(); ++i)
-      x = hooks(std::string(kind_name(pattern_[i])) + "." + std::to_string(i),
-                run_block(pattern_[i], *blocks_[i], x));
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const std::string point = std::string(kind_name(pattern_[i])) + "." + std::to_string(i);
+      x = hooks(point, run_block(pattern_[i], *blocks_[i], x, hooks, point));
+    }
     return head(x);
   }
 
@@ -90,9 +94,10 @@ class Looped final : public induct::blocks::Stack {
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
     const auto e = embed(tokens);
     auto z = e;
-    for (int64_t i = 0; i < loops_; ++i)
-      z = hooks("loop." + std::to_string(i),
-                run_block(kind_, *block_, i > 0 && inject_ ? z + e : z));
+    for (int64_t i = 0; i < loops_; ++i) {
+      const std::string point = "loop." + std::to_string(i);
+      z = hooks(point, run_block(kind_, *block_, i > 0 && inject_ ? z + e : z, hooks, point));
+    }
     return head(z);
   }
 

@@ -42,8 +42,10 @@ class Mamba2 final : public induct::blocks::Stack {
 
   torch::Tensor forward(const torch::Tensor& tokens) override {  // [B, T] -> [B, T, V]
     auto x = embed(tokens);
-    for (size_t i = 0; i < blocks_.size(); ++i)
-      x = hooks("block." + std::to_string(i), blocks_[i]->forward(x));
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const std::string point = "block." + std::to_string(i);
+      x = hooks(point, blocks_[i]->forward(x, &hooks, point));
+    }
     return head(x);
   }
 

@@ -18,6 +18,9 @@ namespace induct {
 // another tensor of the same shape in its place (ablation, patching). Names: "embed" for the
 // embedding (with positions), "block.i" / "<layer>.i" for the i-th block or recurrent layer
 // from 0, "norm" for the final norm; docs/plugin-guide.md lists the in-tree models' names.
+// A point inside a layer is named "<layer point>.<part>" (an inner point, e.g. "block.2.conv":
+// a Mamba block's causal convolution output); the probe study reads inner points named "conv"
+// for the convolution's attribution and no others, and keeps them out of its depth profile.
 class INDUCT_SDK_API Hooks {
  public:
   using Handler = std::function<torch::Tensor(const std::string& name, const torch::Tensor& x)>;
