@@ -15,8 +15,10 @@
 #include "induct/nn/linear.hpp"
 #include "induct/nn/loss.hpp"
 #include "induct/nn/lstm.hpp"
+#include "induct/nn/matmul.hpp"
 #include "induct/nn/norms.hpp"
 #include "induct/nn/scan.hpp"
+#include "induct/nn/slstm.hpp"
 #include "induct/nn/ssd.hpp"
 #include "util/process.hpp"
 
@@ -420,6 +422,81 @@ BOOST_AUTO_TEST_CASE(fused_gru_matches_libtorch_forward_and_backward) {
   BOOST_CHECK_THROW(
       induct::nn::gru_layer(torch::rand({2, 3, 4}), torch::rand({12, 4}), torch::rand({16, 4}),
                             torch::rand({12}), torch::rand({12})),
+      c10::Error);
+}
+
+// The batched product (float) against torch::matmul in double, forward and both gradients, for
+// operands stored as they are, transposed (read as stored) and permuted (copied first).
+BOOST_AUTO_TEST_CASE(batched_matmul_matches_matmul_for_every_layout) {
+  const int64_t B = 2, H = 3, M = 5, K = 7, N = 4;
+  auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  torch::manual_seed(8);
+  const auto a0 = torch::randn({B, H, M, K}, opts), b0 = torch::randn({B, H, K, N}, opts);
+  const auto weights = torch::randn({B, H, M, N}, opts);
+  // Each operand as itself (0), as the transpose of a contiguous tensor (1), or permuted (2).
+  const auto shaped = [](const torch::Tensor& x, int layout) {
+    if (layout == 1) return x.transpose(-2, -1).contiguous().transpose(-2, -1);
+    if (layout == 2) return x.permute({1, 0, 2, 3}).contiguous().permute({1, 0, 2, 3});
+    return x.clone();
+  };
+  for (int la = 0; la < 3; ++la)
+    for (int lb = 0; lb < 3; ++lb) {
+      auto run = [&](torch::Dtype dtype, bool ours) {
+        auto a = shaped(a0.to(dtype), la).requires_grad_(true);
+        auto b = shaped(b0.to(dtype), lb).requires_grad_(true);
+        auto c = ours ? induct::nn::batched_matmul(a, b) : torch::matmul(a, b);
+        (c * weights.to(dtype)).sum().backward();
+        return std::vector<torch::Tensor>{c.detach().to(torch::kDouble),
+                                          a.grad().to(torch::kDouble), b.grad().to(torch::kDouble)};
+      };
+      const auto ours = run(torch::kFloat, true), reference = run(torch::kDouble, false);
+      const char* names[] = {"c", "da", "db"};
+      for (size_t i = 0; i < 3; ++i)
+        BOOST_TEST(torch::allclose(ours[i], reference[i], 1e-5, 1e-5),
+                   names[i] << " layouts " << la << ", " << lb);
+    }
+  BOOST_CHECK_THROW(induct::nn::batched_matmul(torch::zeros({2, 3, 4}), torch::zeros({2, 5, 4})),
+                    c10::Error);
+  // Broadcasting leading dimensions: torch::matmul's result.
+  const auto x = torch::randn({2, 3, 4}), y = torch::randn({4, 5});
+  BOOST_TEST(torch::allclose(induct::nn::batched_matmul(x, y), torch::matmul(x, y)));
+}
+
+// The fused sLSTM recurrence (float) against the autograd reference in double: the output and
+// both gradients, heads wider and narrower than a vector, one step (no recurrent product), and
+// pre-activations up to about +-12 (saturated gates; the stabilizer switching between its two
+// arguments).
+BOOST_AUTO_TEST_CASE(fused_slstm_matches_the_reference_forward_and_backward) {
+  for (const auto& [T, H, D, scale] : std::vector<std::tuple<int64_t, int64_t, int64_t, double>>{
+           {1, 2, 5, 1.0}, {9, 2, 5, 1.0}, {9, 3, 20, 4.0}, {13, 1, 7, 0.3}}) {
+    torch::manual_seed(T * 100 + D);
+    const int64_t B = 3;
+    auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    const std::vector<torch::Tensor> inputs{torch::randn({B, T, 4, H, D}, opts) * scale,
+                                            torch::randn({4, H, D, D}, opts) * scale / 2};
+    auto run = [&](torch::Dtype dtype, bool fused) {
+      std::vector<torch::Tensor> in;
+      for (const auto& t : inputs) in.push_back(t.to(dtype).clone().requires_grad_(true));
+      auto y = (fused ? induct::nn::slstm_recurrence : induct::nn::slstm_recurrence_reference)(
+          in[0], in[1]);
+      auto weights = torch::linspace(-1, 1, y.numel(), opts).reshape(y.sizes()).to(dtype);
+      (y * weights).sum().backward();
+      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble),
+                                        in[0].grad().to(torch::kDouble),
+                                        in[1].grad().to(torch::kDouble)};
+    };
+    const auto reference = run(torch::kDouble, false), fused = run(torch::kFloat, true);
+    const char* names[] = {"h", "dpre", "drecurrent"};
+    for (size_t i = 0; i < fused.size(); ++i) {
+      const double error = (fused[i] - reference[i]).abs().max().item<double>();
+      const double size = reference[i].abs().max().item<double>();
+      BOOST_TEST(error < 2e-5 * std::max(1.0, size),
+                 names[i] << " T=" << T << " H=" << H << " D=" << D << ": max error " << error);
+      if (T > 1) BOOST_TEST(size > 0, names[i] << " is zero");
+    }
+  }
+  BOOST_CHECK_THROW(
+      induct::nn::slstm_recurrence(torch::zeros({1, 2, 4, 2, 3}), torch::zeros({4, 2, 3, 2})),
       c10::Error);
 }
 

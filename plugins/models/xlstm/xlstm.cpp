@@ -13,8 +13,8 @@
 //     f = sigmoid(.) stabilized by m_t = max(log f + m_{t-1}, log i); a per-head LayerNorm;
 //     then a gated GELU feed-forward block (pre-LayerNorm residual).
 // The mLSTM's forget gate lies in (0, 1); the sLSTM's nonlinear recurrence is what lets xLSTM
-// track states such as parity. Step-by-step recurrences use LibTorch's operations
-// (differentiated by autograd); initialisation as the reference's (small_init, wang_init, the
+// track states such as parity. The sLSTM recurrence is the SDK's (induct/nn/slstm.hpp: fused
+// on the CPU, with its own backward); initialisation as the reference's (small_init, wang_init, the
 // gates' biases, sLSTM's power-law forget-gate bias).
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
@@ -26,6 +26,8 @@
 #include <induct/model.hpp>
 #include <induct/nn/conv.hpp>
 #include <induct/nn/linear.hpp>
+#include <induct/nn/matmul.hpp>
+#include <induct/nn/slstm.hpp>
 #include <induct/plugin.hpp>
 
 #include "blocks/project.hpp"
@@ -63,12 +65,17 @@ torch::Tensor head_norm(const torch::Tensor& x, int64_t heads, const torch::Tens
   return torch::group_norm(x.reshape({-1, x.size(-1)}), heads, weight, {}, kNormEps).reshape(sizes);
 }
 
-// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block.
+// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block, one
+// product per block (induct::nn::batched_matmul: LibTorch's CPU bmm walks a batch of many tiny
+// products one select at a time, 40% of an xLSTM training step at d 64, docs/performance.md).
 torch::Tensor headwise(const torch::Tensor& x, const torch::Tensor& weight) {
   const int64_t H = weight.size(0), in = weight.size(2);
   auto sizes = x.sizes().vec();
   sizes.back() = H * weight.size(1);
-  return torch::einsum("nhi,hoi->nho", {x.reshape({-1, H, in}), weight}).reshape(sizes);
+  const auto by_block = x.reshape({-1, H, in}).transpose(0, 1).contiguous();  // [H, n, in]
+  return induct::nn::batched_matmul(by_block, weight.transpose(-2, -1))
+      .transpose(0, 1)
+      .reshape(sizes);
 }
 
 torch::nn::Conv1d depthwise(int64_t channels, int64_t kernel) {
@@ -94,9 +101,10 @@ torch::Tensor mlstm_parallel(const torch::Tensor& q, const torch::Tensor& k, con
   const auto log_d = log_fg + igate.transpose(-2, -1);      // [B, H, T, T]
   const auto max_log_d = std::get<0>(log_d.max(-1, true));  // [B, H, T, 1]
   const auto d = torch::exp(log_d - max_log_d);
-  const auto c = torch::matmul(q, (k / std::sqrt(static_cast<double>(D))).transpose(-2, -1)) * d;
+  const auto c =
+      induct::nn::batched_matmul(q, (k / std::sqrt(static_cast<double>(D))).transpose(-2, -1)) * d;
   const auto normalizer = torch::maximum(c.sum(-1, true).abs(), torch::exp(-max_log_d));
-  return torch::matmul(c / (normalizer + 1e-6), v);
+  return induct::nn::batched_matmul(c / (normalizer + 1e-6), v);
 }
 
 class MBlock : public torch::nn::Module {
@@ -182,29 +190,10 @@ class SBlock : public torch::nn::Module {
     // The input's part of each gate's pre-activation, [B, T, d] each.
     const auto i_x = headwise(xc, gates[0]), f_x = headwise(xc, gates[1]);
     const auto z_x = headwise(x, gates[2]), o_x = headwise(x, gates[3]);
-    auto y = torch::zeros({B, d}, x.options());
-    torch::Tensor c = y, n = y, m = y;
-    std::vector<torch::Tensor> outputs;
-    outputs.reserve(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) {
-      // The recurrent part, per gate and head: [B, 4, H, D].
-      const auto r = torch::einsum("bhi,ghoi->bgho", {y.reshape({B, H, d / H}), recurrent}) + bias;
-      const auto gate = [&](int64_t g, const torch::Tensor& from_x) {
-        return from_x.select(1, t) + r.select(1, g).reshape({B, d});
-      };
-      const auto i_raw = gate(0, i_x), f_raw = gate(1, f_x), z_raw = gate(2, z_x),
-                 o_raw = gate(3, o_x);
-      const auto log_f_plus_m = m + torch::log_sigmoid(f_raw);
-      const auto m_new = t == 0 ? i_raw : torch::maximum(i_raw, log_f_plus_m);
-      const auto i = torch::clamp_max(torch::exp(i_raw - m_new), 1.0);
-      const auto f = torch::clamp_max(torch::exp(log_f_plus_m - m_new), 1.0);
-      c = f * c + i * torch::tanh(z_raw);
-      n = f * n + i;
-      y = torch::sigmoid(o_raw) * c / n;
-      m = m_new;
-      outputs.push_back(y);
-    }
-    const auto h = input + head_norm(torch::stack(outputs, 1), H, out_norm);
+    // Each gate's input part and bias, [B, T, 4, H, D]; the recurrence is the SDK's.
+    const auto pre = torch::stack({i_x, f_x, z_x, o_x}, 2).reshape({B, T, 4, H, d / H}) + bias;
+    const auto y = induct::nn::slstm_recurrence(pre, recurrent);
+    const auto h = input + head_norm(y, H, out_norm);
     const auto parts = project(up, layer_norm(h, ffn_norm)).split(c_.d_ff, -1);
     return h + project(down, torch::gelu(parts[0]) * parts[1]);
   }
@@ -286,4 +275,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("xlstm", "1.0.0", register_components)
+INDUCT_PLUGIN("xlstm", "1.1.0", register_components)
