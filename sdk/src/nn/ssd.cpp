@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "induct/nn/matmul.hpp"
+
 namespace induct::nn {
 
 namespace {
@@ -20,10 +22,10 @@ void check_shapes(const torch::Tensor& x, const torch::Tensor& a, const torch::T
   TORCH_CHECK(C.sizes() == Bm.sizes(), "ssd_scan: C must have B's shape");
 }
 
-// [B, T, G, N] -> [B, T, H, N]: head h reads group h / (H / G).
+// [..., G, N] -> [..., H, N] (dimension -2): head h reads group h / (H / G).
 torch::Tensor per_head(const torch::Tensor& m, int64_t H) {
-  const int64_t G = m.size(2);
-  return G == H ? m : m.repeat_interleave(H / G, 2);
+  const int64_t G = m.size(-2);
+  return G == H ? m : m.repeat_interleave(H / G, -2);
 }
 
 // s[..., i, j] = a[..., j + 1] + ... + a[..., i] for j <= i (0 on the diagonal), -inf above:
@@ -49,17 +51,25 @@ torch::Tensor ssd_scan(const torch::Tensor& x, const torch::Tensor& a, const tor
   if (T == 0) return at::zeros_like(x);
   const int64_t Q = std::min(chunk, T), chunks = (T + Q - 1) / Q, pad = chunks * Q - T;
   // Padding steps have x = 0 and a = 0: they add nothing and come after every real step.
+  const int64_t G = Bm.size(2);
   auto xs = at::constant_pad_nd(x, {0, 0, 0, 0, 0, pad}).view({B, chunks, Q, H, P});
   auto as = at::constant_pad_nd(a, {0, 0, 0, pad}).view({B, chunks, Q, H}).permute({0, 3, 1, 2});
-  auto bs = at::constant_pad_nd(per_head(Bm, H), {0, 0, 0, 0, 0, pad}).view({B, chunks, Q, H, N});
-  auto cs = at::constant_pad_nd(per_head(C, H), {0, 0, 0, 0, 0, pad}).view({B, chunks, Q, H, N});
+  auto bg = at::constant_pad_nd(Bm, {0, 0, 0, 0, 0, pad}).view({B, chunks, Q, G, N});
+  auto cg = at::constant_pad_nd(C, {0, 0, 0, 0, 0, pad}).view({B, chunks, Q, G, N});
   auto a_cum = as.cumsum(-1);  // [B, H, c, Q]
 
-  // 1. Within each chunk: y_i = sum_{j <= i} (C_i . B_j) exp(a_{j+1..i}) x_j.
-  auto decay = at::exp(segment_sums(as));                            // [B, H, c, Q, Q]
-  auto scores = at::einsum("bclhn,bcshn->bhcls", {cs, bs}) * decay;  // [B, H, c, Q, Q]
-  auto y = at::einsum("bhcls,bcshp->bclhp", {scores, xs});           // [B, c, Q, H, P]
+  // 1. Within each chunk: y_i = sum_{j <= i} (C_i . B_j) exp(a_{j+1..i}) x_j. C_i . B_j once
+  // per group, each of its heads with its own decays; the products per (batch, group or head,
+  // chunk) run on batched_matmul (LibTorch's CPU bmm spends more on its per-item selects than
+  // on these small products).
+  const auto by_head = [](const torch::Tensor& t) { return t.permute({0, 3, 1, 2, 4}); };
+  auto decay = at::exp(segment_sums(as));                                    // [B, H, c, Q, Q]
+  auto within = batched_matmul(by_head(cg), by_head(bg).transpose(-2, -1));  // [B, G, c, Q, Q]
+  auto scores =
+      (within.unsqueeze(2) * decay.view({B, G, H / G, chunks, Q, Q})).view({B, H, chunks, Q, Q});
+  auto y = batched_matmul(scores, by_head(xs)).permute({0, 2, 3, 1, 4});  // [B, c, Q, H, P]
   if (chunks > 1) {
+    auto bs = per_head(bg, H), cs = per_head(cg, H);  // [B, c, Q, H, N]
     // 2. Each chunk's own final state: sum_j exp(a_{j+1..Q}) x_j B_j^T.
     auto to_end = at::exp(a_cum.narrow(-1, Q - 1, 1) - a_cum);              // [B, H, c, Q]
     auto states = at::einsum("bclhn,bhcl,bclhp->bchpn", {bs, to_end, xs});  // [B, c, H, P, N]
