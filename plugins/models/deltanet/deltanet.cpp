@@ -13,8 +13,8 @@
 // q, k and v come from one projection and a depthwise causal convolution (d_conv) with SiLU; q
 // and k are L2-normalized per head and q scaled by 1/sqrt(d_k); each head's output goes through
 // an RMSNorm shared by the heads, then the output projection. The recurrence is the SDK's
-// (induct/nn/delta.hpp): chunked (chunks of kChunk steps) for heads wider than kStepwiseHead,
-// step by step for narrower ones; DeltaProduct's n steps per token as n steps of one sequence.
+// (induct/nn/delta.hpp), chunked (chunks of kChunk steps); DeltaProduct's n steps per token as
+// n steps of one sequence.
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
@@ -43,7 +43,6 @@ struct Config {
 
 using induct::blocks::project;
 
-constexpr int64_t kStepwiseHead = 16;  // head dimensions up to this run step by step
 constexpr int64_t kChunk = 16;  // the delta rule's chunk (steps; n per token with householder n)
 
 torch::nn::Linear linear(int64_t in, int64_t out) { return induct::blocks::linear(in, out, false); }
@@ -103,14 +102,10 @@ class DeltaBlock : public torch::nn::Module {
     };
     const auto q_steps = q.unsqueeze(2).expand({B, T, n, H, D});
     const auto beta_steps = b.reshape({B, T * n, H}).transpose(1, 2);
-    // Heads of up to kStepwiseHead dimensions run step by step, wider ones chunked: the faster
-    // of the two (equal to rounding, test_nn) on one core, measured at D = 16 (1.2-2x) and
-    // D = 24-64 (2.5-5x the other way).
-    const auto o_steps = D <= kStepwiseHead
-                             ? induct::nn::delta_rule_reference(steps(q_steps), steps(k), steps(v),
-                                                                beta_steps, log_decay)
-                             : induct::nn::delta_rule(steps(q_steps), steps(k), steps(v),
-                                                      beta_steps, log_decay, kChunk * n);
+    // The chunked form for every head width: with its products on batched_matmul it is faster
+    // than the step-by-step loop on one core at heads of 16 too (docs/performance.md).
+    const auto o_steps = induct::nn::delta_rule(steps(q_steps), steps(k), steps(v), beta_steps,
+                                                log_decay, kChunk * n);
     const auto o_tokens =  // [B, T, H, D]
         o_steps.transpose(1, 2).reshape({B, T, n, H, D}).select(2, n - 1);
     auto o = out_norm(o_tokens);  // [B, T, H, D]
@@ -181,4 +176,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("deltanet", "1.1.0", register_components)
+INDUCT_PLUGIN("deltanet", "1.2.0", register_components)

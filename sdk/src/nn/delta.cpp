@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "induct/nn/matmul.hpp"
+
 namespace induct::nn {
 
 namespace {
@@ -25,8 +27,8 @@ torch::Tensor unit_lower_inverse(const torch::Tensor& n) {
   auto inverse = torch::eye(Q, n.options()) - n;
   auto power = n;
   for (int64_t reach = 2; reach < Q; reach *= 2) {
-    power = torch::matmul(power, power);  // N^reach
-    inverse = inverse + torch::matmul(inverse, power);
+    power = batched_matmul(power, power);  // N^reach
+    inverse = inverse + batched_matmul(inverse, power);
   }
   return inverse;
 }
@@ -78,25 +80,25 @@ torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const t
       decay = torch::where(causal, torch::exp(between), torch::zeros({}, a.options()));
       g_t = torch::exp(a.cumsum(-1)).unsqueeze(-1);
     }
-    auto kk = torch::matmul(kc, kc.transpose(-2, -1));  // [B, H, Q, Q]
+    auto kk = batched_matmul(kc, kc.transpose(-2, -1));  // [B, H, Q, Q]
     if (decays) kk = kk * decay;
     const auto lower = torch::where(strict, kk, torch::zeros({}, kk.options()));
     const auto k_read = decays ? kc * g_t : kc;  // diag(G) K
     // U = (I + diag(beta) A)^{-1} diag(beta) (V - diag(G) K S_0)
-    const auto rhs = bc * (vc - torch::matmul(k_read, S));
-    const auto U = torch::matmul(unit_lower_inverse(bc * lower), rhs);
-    auto qk = torch::matmul(qc, kc.transpose(-2, -1));
+    const auto rhs = bc * (vc - batched_matmul(k_read, S));
+    const auto U = batched_matmul(unit_lower_inverse(bc * lower), rhs);
+    auto qk = batched_matmul(qc, kc.transpose(-2, -1));
     qk = decays ? qk * decay : torch::where(causal, qk, torch::zeros({}, qk.options()));
     const auto q_read = decays ? qc * g_t : qc;
-    out.push_back(torch::matmul(q_read, S) + torch::matmul(qk, U));
+    out.push_back(batched_matmul(q_read, S) + batched_matmul(qk, U));
     // S_C = G_Q S_0 + sum_s (G_Q / G_s) k_s u_s^T
     if (start + Q < T) {
       if (decays) {
         const auto last = decay.select(-2, Q - 1).unsqueeze(-1);  // [B, H, Q, 1]: G_Q / G_s
         S = g_t.select(-2, Q - 1).unsqueeze(-1) * S +
-            torch::matmul((kc * last).transpose(-2, -1), U);
+            batched_matmul((kc * last).transpose(-2, -1), U);
       } else {
-        S = S + torch::matmul(kc.transpose(-2, -1), U);
+        S = S + batched_matmul(kc.transpose(-2, -1), U);
       }
     }
   }

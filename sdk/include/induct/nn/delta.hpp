@@ -20,8 +20,8 @@ namespace induct::nn {
 // k_t . k_s decayed by G_t / G_s (G the decays' running product in the chunk), come from one
 // unit-triangular inverse as (I - N)(I + N^2)(I + N^4)... (batched products; LibTorch's batched
 // triangular solve is far slower on the CPU at these sizes); the outputs Q S_0 G + (Q K^T decayed,
-// causal) U and the next state are products; only the chunks run in sequence. A chunk of T or more
-// steps is one pass.
+// causal) U and the next state are products (batched_matmul: one sgemm per batch item on the
+// CPU); only the chunks run in sequence. A chunk of T or more steps is one pass.
 torch::Tensor INDUCT_SDK_API delta_rule(const torch::Tensor& q, const torch::Tensor& k,
                                         const torch::Tensor& v, const torch::Tensor& beta,
                                         const torch::Tensor& log_decay, int64_t chunk);
