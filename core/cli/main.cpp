@@ -512,7 +512,8 @@ int command_report(const std::vector<std::string>& args) {
       "mark a value off by more than this factor from the published one")(
       "min-accuracy", po::value<double>()->default_value(induct::kDefaultMinAccuracy),
       "lengthgen and probe summaries leave out configurations whose final-state accuracy on "
-      "the validation set is below this (report.min_accuracy)");
+      "the validation set is below this (default: the study's report.min_accuracy in "
+      "DIR/config.yaml, else 0.9)");
   po::variables_map vm;
   const fs::path dir =
       study_folder(args, options,
@@ -523,9 +524,23 @@ int command_report(const std::vector<std::string>& args) {
   if (dir.empty()) return vm.count("help") ? 0 : 2;
   const double factor = vm["factor"].as<double>();
   if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
-  const double min_accuracy = vm["min-accuracy"].as<double>();
+  double min_accuracy = vm["min-accuracy"].as<double>();
   if (!(min_accuracy >= 0 && min_accuracy <= 1))
     throw induct::ConfigError("--min-accuracy: must be in [0, 1]");
+  // Without --min-accuracy, the study's own report.min_accuracy (DIR/config.yaml, as `induct
+  // run` resolved it), so that a report again gives the tables the run wrote.
+  const fs::path resolved = dir / "config.yaml";
+  if (vm["min-accuracy"].defaulted() && fs::exists(resolved)) {
+    YAML::Node node;
+    try {
+      node = YAML::LoadFile(resolved.string())["report"]["min_accuracy"];
+      if (node) min_accuracy = node.as<double>();
+    } catch (const YAML::Exception& e) {
+      throw induct::ConfigError(resolved.string() + ": report.min_accuracy: " + e.what());
+    }
+    if (!(min_accuracy >= 0 && min_accuracy <= 1))
+      throw induct::ConfigError(resolved.string() + ": report.min_accuracy: must be in [0, 1]");
+  }
   std::optional<induct::Reference> reference;
   if (vm.count("reference"))
     reference = induct::read_reference(vm["reference"].as<std::string>(), factor);

@@ -55,8 +55,10 @@ struct CellSpec {
   std::string grid_label;  // "task.m=5, data.L=10": the grid point, empty without a grid
 };
 
-// report.min_accuracy's default (StudyConfig::ReportSettings; `induct report --min-accuracy`).
-inline constexpr double kDefaultMinAccuracy = 0;
+// report.min_accuracy's default (StudyConfig::ReportSettings; `induct report --min-accuracy`):
+// a model whose final-state accuracy is below it has not learned the task in distribution, and
+// its numbers leave the summaries.
+inline constexpr double kDefaultMinAccuracy = 0.9;
 
 struct StudyConfig {
   std::string file;

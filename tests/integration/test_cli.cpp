@@ -225,6 +225,29 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(trials.find("study,cell,N,lr,seed,status") == 0u, trials);
 }
 
+// `induct report DIR` takes report.min_accuracy from the run's config.yaml unless told
+// otherwise, and a config.yaml it cannot read is an error naming it, not a default.
+BOOST_AUTO_TEST_CASE(report_reads_the_runs_min_accuracy_and_names_a_bad_config) {
+  std::string dir = temp_dir("report_config");
+  CommandResult first = run_command(kInduct + " run " + kTiny + " --out " + dir);
+  BOOST_REQUIRE(first.exit_code == 0);
+  const std::string config = read(dir + "/config.yaml");
+  std::ofstream(dir + "/config.yaml") << config << "report:\n  min_accuracy: 2\n";
+  CommandResult bad = run_command(kInduct + " report " + dir);
+  BOOST_TEST(bad.exit_code != 0, bad.output);
+  BOOST_TEST(bad.output.find(dir + "/config.yaml: report.min_accuracy: must be in [0, 1]") !=
+                 std::string::npos,
+             bad.output);
+  // An explicit --min-accuracy is used as given.
+  BOOST_TEST(run_command(kInduct + " report " + dir + " --min-accuracy 0").exit_code == 0);
+  std::ofstream(dir + "/config.yaml") << config << "report: [\n";
+  CommandResult broken = run_command(kInduct + " report " + dir);
+  BOOST_TEST(broken.exit_code != 0, broken.output);
+  BOOST_TEST(
+      broken.output.find(dir + "/config.yaml: report.min_accuracy: yaml-cpp") != std::string::npos,
+      broken.output);
+}
+
 // The default worker count follows the cores the process may use (taskset, Slurm's binding),
 // not every core of the machine.
 BOOST_AUTO_TEST_CASE(default_workers_follow_the_cpu_affinity) {
