@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
@@ -196,26 +197,27 @@ void LengthGenStudy::report(ReportContext& report) const {
                    "final-state accuracy",
                    "normalized",
                    "token accuracy"};
-  std::map<std::pair<std::string, std::string>, Figure> lengthgen_figures;
+  // One figure per task and format (a study of many models and tasks on one plot is a legend
+  // over its curves), in the tables' order.
+  std::map<std::tuple<int, int, std::string, std::string>, Figure> lengthgen_figures;
   for (const auto& [label, outcomes] : report.latest_per_configuration("lengthgen")) {
     const YAML::Node cell = outcomes.front()->value["cell"];
     const RowKey row = report.row_of(cell["task"], cell["model"], format_label(cell["format"]));
     const std::string distribution = cell["distribution"].as<std::string>();
     const int L = cell["L"].as<int>();
     const int report_length = outcomes.front()->value["report_length"].as<int>();
-    Figure& f = lengthgen_figures[{"", row.format}];
-    f.stem = "lengthgen_" + safe(row.format);
-    f.title = "Length generalization, " + row.format;
+    Figure& f = lengthgen_figures[{row.task_rank, row.format_rank, row.task, row.format}];
+    f.stem = "lengthgen_" + safe(row.task) + "_" + safe(row.format);
+    f.title = "Length generalization: " + paper_task_name(cell["task"]) + ", " + row.format;
     f.xlabel = "length (multiples of the trained maximum L)";
-    f.ylabel = "normalized final-state accuracy (mean over the analysed configurations)";
-    f.extra = "set yrange [-0.2:1.1]\nset key center right\n";
+    f.ylabel = "normalized final-state accuracy (mean)";
+    f.extra = "set yrange [-0.2:1.1]\nset key below\n";  // outside: clear of every curve
     const Counted counted = counted_configurations(outcomes, report.min_accuracy);
     const bool learned = counted.learned;
     unlearned += !learned && counted.any();
     none_counted += !counted.any();
-    Figure::Series s{model_legend(cell["model"], row.model) + ", " + paper_task_name(cell["task"]) +
-                         ", " + distribution + " L=" + std::to_string(L) +
-                         (learned ? "" : " (failed)"),
+    Figure::Series s{model_legend(cell["model"], row.model) + ", " + distribution +
+                         " L=" + std::to_string(L) + (learned ? "" : " (failed)"),
                      {},
                      false};
     const auto shown = [](const StoredOutcome* o, const char* key, bool fraction) {
