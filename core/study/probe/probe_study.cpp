@@ -14,7 +14,10 @@
 //             that keeps it valid and changes the final state): the clean activation of the hook
 //             at one position patched into the corrupted run, and the share of the clean-corrupted
 //             gap in logit(clean final state) - logit(corrupted final state) at the readout it
-//             recovers, patching at the changed position and at the readout.
+//             recovers, patching at the changed position and at the readout;
+//   convolution for a model whose blocks mark their causal convolution (the inner hook point
+//             "<block>.conv"), its clean output patched in at every position (the share of the
+//             gap carried through it) and its output set to its mean (the accuracy drop).
 #include <torch/torch.h>
 
 #include <algorithm>
