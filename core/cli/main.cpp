@@ -524,23 +524,22 @@ int command_report(const std::vector<std::string>& args) {
   if (dir.empty()) return vm.count("help") ? 0 : 2;
   const double factor = vm["factor"].as<double>();
   if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
-  double min_accuracy = vm["min-accuracy"].as<double>();
-  if (!(min_accuracy >= 0 && min_accuracy <= 1))
-    throw induct::ConfigError("--min-accuracy: must be in [0, 1]");
   // Without --min-accuracy, the study's own report.min_accuracy (DIR/config.yaml, as `induct
   // run` resolved it), so that a report again gives the tables the run wrote.
+  double min_accuracy = vm["min-accuracy"].as<double>();
+  std::string source = "--min-accuracy";
   const fs::path resolved = dir / "config.yaml";
   if (vm["min-accuracy"].defaulted() && fs::exists(resolved)) {
-    YAML::Node node;
+    source = resolved.string() + ": report.min_accuracy";
     try {
-      node = YAML::LoadFile(resolved.string())["report"]["min_accuracy"];
+      const YAML::Node node = YAML::LoadFile(resolved.string())["report"]["min_accuracy"];
       if (node) min_accuracy = node.as<double>();
     } catch (const YAML::Exception& e) {
-      throw induct::ConfigError(resolved.string() + ": report.min_accuracy: " + e.what());
+      throw induct::ConfigError(source + ": " + e.what());
     }
-    if (!(min_accuracy >= 0 && min_accuracy <= 1))
-      throw induct::ConfigError(resolved.string() + ": report.min_accuracy: must be in [0, 1]");
   }
+  if (!(min_accuracy >= 0 && min_accuracy <= 1))
+    throw induct::ConfigError(source + ": must be in [0, 1]");
   std::optional<induct::Reference> reference;
   if (vm.count("reference"))
     reference = induct::read_reference(vm["reference"].as<std::string>(), factor);

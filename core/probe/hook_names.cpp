@@ -28,18 +28,16 @@ std::vector<std::string> model_hook_names(const PluginRegistry& registry,
 
 namespace {
 
+bool is_number(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // "prefix.k" or "prefix.k.part" with k a number.
 bool split_hook_name(const std::string& name, std::string& prefix, long& index, std::string& part) {
-  std::string rest = name;
-  part.clear();
-  if (!inner_hook_part(name).empty()) {
-    part = inner_hook_part(name);
-    rest = name.substr(0, name.size() - part.size() - 1);
-  }
+  part = inner_hook_part(name);
+  const std::string rest = part.empty() ? name : name.substr(0, name.size() - part.size() - 1);
   const auto dot = rest.rfind('.');
-  if (dot == std::string::npos || dot + 1 == rest.size() ||
-      rest.find_first_not_of("0123456789", dot + 1) != std::string::npos)
-    return false;
+  if (dot == std::string::npos || !is_number(rest.substr(dot + 1))) return false;
   prefix = rest.substr(0, dot);
   index = std::stol(rest.substr(dot + 1));
   return true;
@@ -48,15 +46,13 @@ bool split_hook_name(const std::string& name, std::string& prefix, long& index, 
 }  // namespace
 
 std::string inner_hook_part(const std::string& name) {
+  // "<prefix>.<k>.<part>": k a number, part not one.
   const auto last = name.rfind('.');
   if (last == std::string::npos || last == 0) return "";
   const auto before = name.rfind('.', last - 1);
-  const std::string index = name.substr(before == std::string::npos ? 0 : before + 1,
-                                        last - (before == std::string::npos ? 0 : before + 1));
+  if (before == std::string::npos) return "";
   const std::string part = name.substr(last + 1);
-  if (before == std::string::npos || index.empty() || part.empty() ||
-      index.find_first_not_of("0123456789") != std::string::npos ||
-      part.find_first_not_of("0123456789") == std::string::npos)
+  if (!is_number(name.substr(before + 1, last - before - 1)) || part.empty() || is_number(part))
     return "";
   return part;
 }

@@ -1253,6 +1253,19 @@ report: {min_accuracy: 0.9}
   BOOST_TEST(all.find("| " + at_2L) != std::string::npos, at_2L << "\n" << all);
 }
 
+namespace {
+// Probe measurement settings for the tests below: one length, no nullspace rounds.
+YAML::Node probe_settings(int length, int samples) {
+  YAML::Node settings;
+  settings["lengths"].push_back(length);
+  settings["samples"] = samples;
+  settings["iterations"] = 20;
+  settings["l2"] = 1e-3;
+  settings["nullspace_rounds"] = 0;
+  return settings;
+}
+}  // namespace
+
 // The probe measurement asks whether to stop before each hook point (the probe study's
 // coordinator throws there on a stop signal), so a stop does not wait for a whole model's probes.
 BOOST_AUTO_TEST_CASE(probing_asks_to_stop_before_each_hook_point) {
@@ -1269,12 +1282,7 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   auto model =
       make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
                          {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
-  YAML::Node settings;
-  settings["lengths"].push_back(4);
-  settings["samples"] = 40;
-  settings["iterations"] = 20;
-  settings["l2"] = 1e-3;
-  settings["nullspace_rounds"] = 0;
+  const YAML::Node settings = probe_settings(4, 40);
   struct Stop {};
   int calls = 0;
   const auto stop_at = [&](int at) {
@@ -1307,22 +1315,22 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   const PreparedCell& cell = run.cells.at(0);
   const CellData data = make_cell_data(test::plugins(), cell.cell);
   const TrialSpec trial = make_trial(run.config, cell, 10, 1e-2, 10);
-  auto model =
-      make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
-                         {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
-  {
+  // The model with block `silent`'s convolution input (the x half of its in_proj) zeroed, and
+  // out_proj scaled up for wide logit gaps.
+  const auto silenced = [&](int silent) {
+    auto model = make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
+                                    {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10,
+                                    torch::kCPU);
     torch::NoGradGuard no_grad;
     for (auto& p : model->named_parameters()) {
-      if (p.key() == "blocks.1.in_proj.weight") p.value().narrow(0, 0, 32).zero_();  // x half
-      if (p.key().find("out_proj.weight") != std::string::npos) p.value().mul_(20);  // wide gaps
+      if (p.key() == "blocks." + std::to_string(silent) + ".in_proj.weight")
+        p.value().narrow(0, 0, 32).zero_();
+      if (p.key().find("out_proj.weight") != std::string::npos) p.value().mul_(20);
     }
-  }
-  YAML::Node settings;
-  settings["lengths"].push_back(8);
-  settings["samples"] = 200;
-  settings["iterations"] = 20;
-  settings["l2"] = 1e-3;
-  settings["nullspace_rounds"] = 0;
+    return model;
+  };
+  const YAML::Node settings = probe_settings(8, 200);
+  auto model = silenced(1);
   const YAML::Node length =
       measure_probe({*model, data, trial, torch::kCPU}, settings)["lengths"][0];
   BOOST_REQUIRE(length["pairs"].as<int>() > 50);
@@ -1337,16 +1345,7 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   BOOST_TEST(second["ablated_accuracy"].as<double>() == length["final_accuracy"].as<double>());
   // The mirror: block 0 reads nothing of the sequence, and the change reaches the answer
   // through block 1's convolution alone (from the embedding, along the residual stream).
-  auto mirror =
-      make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
-                         {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : mirror->named_parameters()) {
-      if (p.key() == "blocks.0.in_proj.weight") p.value().narrow(0, 0, 32).zero_();
-      if (p.key().find("out_proj.weight") != std::string::npos) p.value().mul_(20);
-    }
-  }
+  auto mirror = silenced(0);
   const YAML::Node other =
       measure_probe({*mirror, data, trial, torch::kCPU}, settings)["lengths"][0]["convs"];
   BOOST_TEST(std::abs(other[0]["patch"].as<double>()) < 1e-3, other[0]["patch"].as<double>());

@@ -410,15 +410,17 @@ void ProbeStudy::report(ReportContext& report) const {
     const std::string marked = learned ? "" : " (failed)";
     for (const auto& [at, order] : hook_order) {
       const std::string multiple = multiple_label(at, L);
-      auto& [probe_figure, patch_figure] =
-          figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
+      const auto key =
+          std::make_tuple(row.task_rank, row.format_rank, row.task, row.format, multiple);
+      // The figures of one (task, format, length), against the same depth axis.
+      const std::string stem = safe(row.task) + "_" + safe(row.format) + "_" + safe(multiple);
+      const std::string where = paper_task_name(cell["task"]) + ", " + row.format + ", length " +
+                                (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
+      const std::string axes =
+          "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
+      const std::string depth = "relative depth (embedding 0, last block or recurrent layer 1)";
+      auto& [probe_figure, patch_figure] = figures[key];
       if (probe_figure.stem.empty()) {
-        const std::string stem = safe(row.task) + "_" + safe(row.format) + "_" + safe(multiple);
-        const std::string where = paper_task_name(cell["task"]) + ", " + row.format + ", length " +
-                                  (multiple == "x1" ? std::string("L") : multiple.substr(1) + "L");
-        const std::string axes =
-            "set yrange [-0.1:1.1]\nset xrange [-0.05:1.05]\nset key bottom right\n";
-        const std::string depth = "relative depth (embedding 0, last block or recurrent layer 1)";
         probe_figure = {"probe_" + stem,
                         "Linear probe of the state by depth: " + where,
                         depth,
@@ -476,16 +478,16 @@ void ProbeStudy::report(ReportContext& report) const {
                                   depths(readable_at[at]), format_spread(area[at]),
                                   depths(formed_at[at])});
       if (conv_order[at].empty()) continue;
-      Figure& conv_figure =
-          conv_figures[{row.task_rank, row.format_rank, row.task, row.format, multiple}];
-      if (conv_figure.stem.empty()) {
-        conv_figure = probe_figure;
-        conv_figure.stem = "conv_" + probe_figure.stem.substr(6);
-        conv_figure.title = "Patching each block's convolution" +
-                            probe_figure.title.substr(probe_figure.title.find(':'));
-        conv_figure.ylabel = "share of the logit gap recovered (mean)";
-        conv_figure.series.clear();
-      }
+      Figure& conv_figure = conv_figures[key];
+      if (conv_figure.stem.empty())
+        conv_figure = {"conv_" + stem,
+                       "Patching each block's convolution: " + where,
+                       depth,
+                       "share of the logit gap recovered (mean)",
+                       "",
+                       false,
+                       axes,
+                       {}};
       Figure::Series shares{series, {}, false};
       for (const auto& name : conv_order[at]) {
         std::vector<double> patch, ablation;
