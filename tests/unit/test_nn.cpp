@@ -433,14 +433,21 @@ BOOST_AUTO_TEST_CASE(batched_matmul_matches_matmul_for_every_layout) {
   torch::manual_seed(8);
   const auto a0 = torch::randn({B, H, M, K}, opts), b0 = torch::randn({B, H, K, N}, opts);
   const auto weights = torch::randn({B, H, M, N}, opts);
-  // Each operand as itself (0), as the transpose of a contiguous tensor (1), or permuted (2).
+  // Each operand as itself (0), as the transpose of a contiguous tensor (1), permuted (2), as
+  // per-head views of one [B, rows, H, cols] tensor (3; read in place), as columns narrowed
+  // out of a wider tensor (4; not dense: its gradient is a tensor of its own), and as per-head
+  // views of a transposed tensor (5).
   const auto shaped = [](const torch::Tensor& x, int layout) {
     if (layout == 1) return x.transpose(-2, -1).contiguous().transpose(-2, -1);
     if (layout == 2) return x.permute({1, 0, 2, 3}).contiguous().permute({1, 0, 2, 3});
+    if (layout == 3) return x.transpose(1, 2).contiguous().transpose(1, 2);
+    if (layout == 4)
+      return torch::cat({x, torch::zeros_like(x)}, -1).narrow(-1, 0, x.size(-1)).detach();
+    if (layout == 5) return x.permute({0, 3, 1, 2}).contiguous().permute({0, 2, 3, 1});
     return x.clone();
   };
-  for (int la = 0; la < 3; ++la)
-    for (int lb = 0; lb < 3; ++lb) {
+  for (int la = 0; la < 6; ++la)
+    for (int lb = 0; lb < 6; ++lb) {
       auto run = [&](torch::Dtype dtype, bool ours) {
         auto a = shaped(a0.to(dtype), la).requires_grad_(true);
         auto b = shaped(b0.to(dtype), lb).requires_grad_(true);
@@ -460,6 +467,42 @@ BOOST_AUTO_TEST_CASE(batched_matmul_matches_matmul_for_every_layout) {
   // Broadcasting leading dimensions: torch::matmul's result.
   const auto x = torch::randn({2, 3, 4}), y = torch::randn({4, 5});
   BOOST_TEST(torch::allclose(induct::nn::batched_matmul(x, y), torch::matmul(x, y)));
+}
+
+// Block-diagonal projections against an einsum in double, forward and both gradients: blocks
+// of 4 x 4 (the vectorised pass) and of 3 x 5 (batched products), rows split over two threads.
+BOOST_AUTO_TEST_CASE(block_diagonal_linear_matches_an_einsum) {
+  for (const auto& [H, out, in] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{37, 4, 4}, {3, 4, 4}, {5, 3, 5}}) {
+    torch::manual_seed(H * 10 + in);
+    auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    const auto x0 = torch::randn({3, 70, H * in}, opts), w0 = torch::randn({H, out, in}, opts);
+    const auto weights = torch::randn({3, 70, H * out}, opts);
+    auto run = [&](bool ours, int threads) {
+      at::set_num_threads(threads);
+      const auto dtype = ours ? torch::kFloat : torch::kDouble;
+      auto x = x0.to(dtype).clone().requires_grad_(true);
+      auto w = w0.to(dtype).clone().requires_grad_(true);
+      auto y = ours ? induct::nn::block_diagonal_linear(x, w)
+                    : torch::einsum("bthi,hoi->btho", {x.view({3, 70, H, in}), w})
+                          .reshape({3, 70, H * out});
+      (y * weights.to(dtype)).sum().backward();
+      at::set_num_threads(1);
+      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble), x.grad().to(torch::kDouble),
+                                        w.grad().to(torch::kDouble)};
+    };
+    const auto reference = run(false, 1);
+    for (int threads : {1, 2}) {
+      const auto ours = run(true, threads);
+      const char* names[] = {"y", "dx", "dw"};
+      for (size_t i = 0; i < 3; ++i)
+        BOOST_TEST(
+            torch::allclose(ours[i], reference[i], 1e-5, 1e-4),
+            names[i] << " blocks " << H << " x " << out << " x " << in << ", threads " << threads);
+    }
+  }
+  BOOST_CHECK_THROW(
+      induct::nn::block_diagonal_linear(torch::zeros({2, 9}), torch::zeros({2, 4, 4})), c10::Error);
 }
 
 // The fused sLSTM recurrence (float) against the autograd reference in double: the output and
@@ -738,6 +781,40 @@ BOOST_AUTO_TEST_CASE(fused_layer_norm_matches_libtorch) {
       BOOST_TEST(torch::equal(dd[i], d[i]), "fallback " << names[i]);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(fused_head_norm_matches_group_norm) {
+  // LayerNorms per head (and one over the whole row, heads 1), with a bias and without, the
+  // fused float kernel against LibTorch's group_norm in double over rows: output and every
+  // gradient; heads of 16 features and of 7.
+  for (const auto& [heads, D, with_bias] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {4, 16, false}, {3, 7, true}, {1, 37, false}}) {
+    const int64_t n = heads * D;
+    auto run = [&](torch::Dtype dtype, bool sdk) {
+      torch::manual_seed(14);
+      auto opts = torch::TensorOptions().dtype(torch::kDouble);
+      std::vector<torch::Tensor> in{torch::randn({5, 3, n}, opts) * 3 + 1, torch::randn({n}, opts)};
+      if (with_bias) in.push_back(torch::randn({n}, opts));
+      for (auto& t : in) t = t.to(dtype).requires_grad_(true);
+      const auto bias = with_bias ? in[2] : torch::Tensor();
+      auto y = sdk ? induct::nn::head_norm(in[0], heads, in[1], bias, 1e-5)
+                   : torch::group_norm(in[0].reshape({-1, n}), heads, in[1], bias, 1e-5)
+                         .reshape(in[0].sizes());
+      auto w = torch::linspace(-1, 1, y.numel(), torch::kDouble).reshape(y.sizes()).to(dtype);
+      (y * w).sum().backward();
+      std::vector<torch::Tensor> out{y.detach().to(torch::kDouble)};
+      for (auto& t : in) out.push_back(t.grad().to(torch::kDouble));
+      return out;
+    };
+    auto f = run(torch::kFloat, true), d = run(torch::kDouble, false);
+    const char* names[] = {"y", "dx", "dweight", "dbias"};
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double error = ((f[i] - d[i]).abs() / (d[i].abs() + 1)).max().item<double>();
+      BOOST_TEST(error < 1e-5, names[i] << " heads " << heads << " D " << D << ": " << error);
+    }
+  }
+  BOOST_CHECK_THROW(induct::nn::head_norm(torch::zeros({2, 9}), 2, torch::ones({9}), {}, 1e-5),
+                    c10::Error);
 }
 
 BOOST_AUTO_TEST_CASE(fused_layer_norm_pair_matches_two_libtorch_layer_norms) {

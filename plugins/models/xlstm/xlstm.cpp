@@ -25,6 +25,7 @@
 #include <cmath>
 #include <induct/model.hpp>
 #include <induct/nn/conv.hpp>
+#include <induct/nn/elementwise.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/matmul.hpp>
 #include <induct/nn/slstm.hpp>
@@ -56,26 +57,17 @@ void wang_init(torch::Tensor w, int64_t dim, int64_t blocks) {
 
 // LayerNorm with a weight and no bias over the last dimension.
 torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& weight) {
-  return torch::layer_norm(x, {x.size(-1)}, weight, {}, kNormEps);
+  return induct::nn::layer_norm(x, weight, {}, kNormEps);
 }
 
 // A LayerNorm per head: [B, T, H*D] normalized over each head's D features.
 torch::Tensor head_norm(const torch::Tensor& x, int64_t heads, const torch::Tensor& weight) {
-  const auto sizes = x.sizes().vec();
-  return torch::group_norm(x.reshape({-1, x.size(-1)}), heads, weight, {}, kNormEps).reshape(sizes);
+  return induct::nn::head_norm(x, heads, weight, {}, kNormEps);
 }
 
-// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block, one
-// product per block (induct::nn::batched_matmul: LibTorch's CPU bmm walks a batch of many tiny
-// products one select at a time, 40% of an xLSTM training step at d 64, docs/performance.md).
+// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block.
 torch::Tensor headwise(const torch::Tensor& x, const torch::Tensor& weight) {
-  const int64_t H = weight.size(0), in = weight.size(2);
-  auto sizes = x.sizes().vec();
-  sizes.back() = H * weight.size(1);
-  const auto by_block = x.reshape({-1, H, in}).transpose(0, 1).contiguous();  // [H, n, in]
-  return induct::nn::batched_matmul(by_block, weight.transpose(-2, -1))
-      .transpose(0, 1)
-      .reshape(sizes);
+  return induct::nn::block_diagonal_linear(x, weight);
 }
 
 torch::nn::Conv1d depthwise(int64_t channels, int64_t kernel) {
@@ -140,12 +132,19 @@ class MBlock : public torch::nn::Module {
     const auto& z = parts[1];
     const auto xc = causal_conv_silu(conv, x);
     const auto qt = headwise(xc, q), kt = headwise(xc, k), vt = headwise(x, v);
-    const auto gates_in = torch::cat({qt, kt, vt}, -1);
     const auto per_head = [&](const torch::Tensor& t) {  // [B, T, inner] -> [B, H, T, D]
       return t.reshape({B, T, H, inner / H}).transpose(1, 2);
     };
-    const auto i_pre = project(igate, gates_in).transpose(1, 2).unsqueeze(-1);  // [B, H, T, 1]
-    const auto f_pre = project(fgate, gates_in).transpose(1, 2).unsqueeze(-1);
+    // A gate's pre-activation from [q, k, v] (3 inner features): the sum of its weight's three
+    // column blocks' products, without the concatenation.
+    const auto gate = [&](const torch::nn::Linear& g) {  // -> [B, H, T, 1]
+      const auto& w = g->weight;
+      auto pre = induct::nn::linear(qt, w.narrow(1, 0, inner), g->bias) +
+                 induct::nn::linear(kt, w.narrow(1, inner, inner)) +
+                 induct::nn::linear(vt, w.narrow(1, 2 * inner, inner));
+      return pre.transpose(1, 2).unsqueeze(-1);
+    };
+    const auto i_pre = gate(igate), f_pre = gate(fgate);
     auto h = mlstm_parallel(per_head(qt), per_head(kt), per_head(vt), i_pre, f_pre);
     h = head_norm(h.transpose(1, 2).reshape({B, T, inner}), H, out_norm);
     h = (h + skip * xc) * torch::silu(z);
@@ -195,7 +194,7 @@ class SBlock : public torch::nn::Module {
     const auto y = induct::nn::slstm_recurrence(pre, recurrent);
     const auto h = input + head_norm(y, H, out_norm);
     const auto parts = project(up, layer_norm(h, ffn_norm)).split(c_.d_ff, -1);
-    return h + project(down, torch::gelu(parts[0]) * parts[1]);
+    return h + project(down, induct::nn::gelu(parts[0]) * parts[1]);
   }
 
   torch::Tensor norm, gates, recurrent, bias, out_norm, ffn_norm;
@@ -275,4 +274,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("xlstm", "1.1.0", register_components)
+INDUCT_PLUGIN("xlstm", "1.2.0", register_components)

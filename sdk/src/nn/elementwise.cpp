@@ -260,14 +260,18 @@ class FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
 // biased variance, as LibTorch's); backward, with xhat = (x - mean) r and g = dy * w:
 // dx = r (g - mean(g) - xhat mean(g xhat)), dw += dy xhat, db += dy.
 // LayerNorm's rows with one affine map (w, b -> y) or, when w2 is not null, a second one of the
-// same statistics (w2, b2 -> y2: GPT-NeoX's two norms of one residual stream).
-INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, const float* x,
-                                           const float* w, const float* b, float* y,
-                                           const float* w2, const float* b2, float* y2, float* mean,
-                                           float* r) {
+// same statistics (w2, b2 -> y2: GPT-NeoX's two norms of one residual stream). With groups > 1
+// each row of x holds `groups` rows of n features (heads), and row g of them takes the affine
+// maps' features g n to (g + 1) n.
+INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, int64_t groups, float eps,
+                                           const float* x, const float* w0, const float* b0,
+                                           float* y, const float* w2, const float* b2, float* y2,
+                                           float* mean, float* r) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t row = 0; row < rows; ++row) {
     const float* xr = x + row * n;
+    const float* w = w0 + (row % groups) * n;
+    const float* b = b0 + (row % groups) * n;
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t i = 0; i < n; ++i) sum += xr[i];
@@ -296,13 +300,17 @@ INDUCT_SIMD_CLONES void layer_norm_forward(int64_t rows, int64_t n, float eps, c
 
 // Its backward: the gradient through both maps is one of g = dy w (+ dy2 w2): one pass for dx.
 // grad_row: scratch for one row's g (n floats).
-INDUCT_SIMD_CLONES void layer_norm_backward(int64_t rows, int64_t n, const float* x, const float* w,
-                                            const float* w2, const float* mean, const float* r,
-                                            const float* dy, const float* dy2, float* dx, float* dw,
-                                            float* db, float* dw2, float* db2, float* grad_row) {
+INDUCT_SIMD_CLONES void layer_norm_backward(int64_t rows, int64_t n, int64_t groups, const float* x,
+                                            const float* w0, const float* w2, const float* mean,
+                                            const float* r, const float* dy, const float* dy2,
+                                            float* dx, float* dw0, float* db0, float* dw2,
+                                            float* db2, float* grad_row) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t row = 0; row < rows; ++row) {
     const float* xr = x + row * n;
+    const float* w = w0 + (row % groups) * n;
+    float* dw = dw0 + (row % groups) * n;
+    float* db = db0 + (row % groups) * n;
     const float* dyr = dy + row * n;
     const float* dy2r = w2 ? dy2 + row * n : nullptr;
     float* dxr = dx + row * n;
@@ -346,25 +354,29 @@ INDUCT_SIMD_CLONES void layer_norm_backward(int64_t rows, int64_t n, const float
   }
 }
 
-// One LayerNorm, or two of the same input when weight2 is defined (outputs y, y2).
+// One LayerNorm, or two of the same input when weight2 is defined (outputs y, y2); `groups`
+// LayerNorms of equal parts of each row when groups > 1 (one map). An undefined bias is zero
+// (and gets no gradient).
 class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const at::Tensor& input, const at::Tensor& weight,
-                                                const at::Tensor& bias,
+                                                const at::Tensor& bias_or_empty,
                                                 const c10::optional<at::Tensor>& weight2_or_none,
                                                 const c10::optional<at::Tensor>& bias2_or_none,
-                                                double eps) {
+                                                double eps, int64_t groups) {
     const auto x = input.contiguous();
     const bool two = weight2_or_none.has_value();
     const at::Tensor weight2 = two ? *weight2_or_none : at::Tensor();
     const at::Tensor bias2 = two ? *bias2_or_none : at::Tensor();
-    const int64_t n = x.size(-1), rows = x.numel() / n;
+    const bool has_bias = bias_or_empty.numel() > 0;
+    const at::Tensor bias = has_bias ? bias_or_empty : at::zeros_like(weight);
+    const int64_t n = x.size(-1) / groups, rows = x.numel() / n;
     auto y = at::empty_like(x);
     auto y2 = two ? at::empty_like(x) : at::Tensor();
     auto mean = at::empty({rows}, x.options()), r = at::empty({rows}, x.options());
     layer_norm_forward(
-        rows, n, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
+        rows, n, groups, static_cast<float>(eps), x.data_ptr<float>(), weight.data_ptr<float>(),
         bias.data_ptr<float>(), y.data_ptr<float>(), two ? weight2.data_ptr<float>() : nullptr,
         two ? bias2.data_ptr<float>() : nullptr, two ? y2.data_ptr<float>() : nullptr,
         mean.data_ptr<float>(), r.data_ptr<float>());
@@ -372,6 +384,8 @@ class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
                                : torch::autograd::variable_list{x, weight});
     ctx->saved_data["mean"] = mean;
     ctx->saved_data["r"] = r;
+    ctx->saved_data["groups"] = groups;
+    ctx->saved_data["bias"] = has_bias;
     if (two) return {y, y2};
     return {y};
   }
@@ -382,21 +396,24 @@ class FusedLayerNorm : public torch::autograd::Function<FusedLayerNorm> {
     const bool two = saved.size() == 3;
     const at::Tensor w2 = two ? saved[2] : at::Tensor();
     const auto mean = ctx->saved_data["mean"].toTensor(), r = ctx->saved_data["r"].toTensor();
+    const int64_t groups = ctx->saved_data["groups"].toInt();
     const auto dy = grads[0].contiguous();
     const auto dy2 = two ? grads[1].contiguous() : at::Tensor();
-    const int64_t n = x.size(-1), rows = x.numel() / n;
+    const int64_t n = x.size(-1) / groups, rows = x.numel() / n;
     auto dx = at::empty_like(x);
     auto dw = at::zeros_like(w), db = at::zeros_like(w);
     auto dw2 = two ? at::zeros_like(w2) : at::Tensor(),
          db2 = two ? at::zeros_like(w2) : at::Tensor();
     auto scratch = at::empty({n}, x.options());
     layer_norm_backward(
-        rows, n, x.data_ptr<float>(), w.data_ptr<float>(), two ? w2.data_ptr<float>() : nullptr,
-        mean.data_ptr<float>(), r.data_ptr<float>(), dy.data_ptr<float>(),
-        two ? dy2.data_ptr<float>() : nullptr, dx.data_ptr<float>(), dw.data_ptr<float>(),
-        db.data_ptr<float>(), two ? dw2.data_ptr<float>() : nullptr,
+        rows, n, groups, x.data_ptr<float>(), w.data_ptr<float>(),
+        two ? w2.data_ptr<float>() : nullptr, mean.data_ptr<float>(), r.data_ptr<float>(),
+        dy.data_ptr<float>(), two ? dy2.data_ptr<float>() : nullptr, dx.data_ptr<float>(),
+        dw.data_ptr<float>(), db.data_ptr<float>(), two ? dw2.data_ptr<float>() : nullptr,
         two ? db2.data_ptr<float>() : nullptr, scratch.data_ptr<float>());
-    return {dx, dw, db, dw2, db2, at::Tensor()};
+    return {dx,          dw,  ctx->saved_data["bias"].toBool() ? db : at::Tensor(),
+            dw2,         db2, at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -490,12 +507,24 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
 
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                       double eps) {
-  const bool fused = fusable(x) && x.dim() >= 1 && weight.defined() && bias.defined() &&
-                     fusable(weight) && fusable(bias) && weight.dim() == 1 && bias.dim() == 1 &&
-                     weight.is_contiguous() && bias.is_contiguous() &&
-                     weight.size(0) == x.size(-1) && bias.size(0) == x.size(-1);
-  if (!fused) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
-  return FusedLayerNorm::apply(x, weight, bias, c10::nullopt, c10::nullopt, eps)[0];
+  return head_norm(x, 1, weight, bias, eps);
+}
+
+at::Tensor head_norm(const at::Tensor& x, int64_t heads, const at::Tensor& weight,
+                     const at::Tensor& bias, double eps) {
+  TORCH_CHECK(heads >= 1 && x.dim() >= 1 && x.size(-1) % heads == 0, "head_norm: ", heads,
+              " heads do not divide the last dimension of ", x.sizes());
+  const auto affine_ok = [&](const at::Tensor& t) {
+    return fusable(t) && t.dim() == 1 && t.is_contiguous() && t.size(0) == x.size(-1);
+  };
+  const bool fused =
+      fusable(x) && weight.defined() && affine_ok(weight) && (!bias.defined() || affine_ok(bias));
+  if (fused)
+    return FusedLayerNorm::apply(x, weight, bias.defined() ? bias : at::empty({0}, x.options()),
+                                 c10::nullopt, c10::nullopt, eps, heads)[0];
+  if (heads == 1) return at::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+  const auto sizes = x.sizes().vec();
+  return at::group_norm(x.reshape({-1, x.size(-1)}), heads, weight, bias, eps).reshape(sizes);
 }
 
 std::pair<at::Tensor, at::Tensor> layer_norm_pair(const at::Tensor& x, const at::Tensor& weight,
@@ -509,7 +538,7 @@ std::pair<at::Tensor, at::Tensor> layer_norm_pair(const at::Tensor& x, const at:
                      affine_ok(weight2) && affine_ok(bias2);
   if (!fused) return {layer_norm(x, weight, bias, eps), layer_norm(x, weight2, bias2, eps)};
   auto out = FusedLayerNorm::apply(x, weight, bias, c10::optional<at::Tensor>(weight2),
-                                   c10::optional<at::Tensor>(bias2), eps);
+                                   c10::optional<at::Tensor>(bias2), eps, 1);
   return {out[0], out[1]};
 }
 

@@ -3,51 +3,100 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "gemm.hpp"
 
 namespace induct::nn {
 
 namespace {
 
-// An operand [..., rows, cols] as the products read it: its memory, contiguous, either the
-// matrix itself or its transpose.
-struct Operand {
-  at::Tensor stored;   // contiguous: [..., rows, cols], or [..., cols, rows] when transposed
-  bool trans = false;  // stored holds the transpose
+// How the products read an operand [..., rows, cols] in place: each batch item a row-major
+// matrix (or the transpose of one) at its own offset, rows `ld` elements apart. Per-head views
+// such as x.view({B, T, H, D}).transpose(1, 2) and narrowed columns are read without a copy.
+struct Layout {
+  bool trans = false;            // the memory holds the transpose of each item
+  int64_t ld = 0;                // leading dimension of the stored matrices
+  std::vector<int64_t> offsets;  // of each batch item, in elements
 };
 
-Operand operand(const at::Tensor& x) {
-  if (x.is_contiguous()) return {x, false};
-  const auto t = x.transpose(-2, -1);
-  if (t.is_contiguous()) return {t, true};
-  return {x.contiguous(), false};
+// Whether sgemm can read x's items in place: one of the two matrix dimensions has stride 1
+// (or size 1) and the other a stride no smaller than its partner's size.
+bool readable(const at::Tensor& x) {
+  const int64_t r = x.size(-2), c = x.size(-1), sr = x.stride(-2), sc = x.stride(-1);
+  return ((sc == 1 || c == 1) && (r == 1 || sr >= c)) ||
+         ((sr == 1 || r == 1) && (c == 1 || sc >= r));
 }
 
-// C_i = op(A_i) op(B_i) for every batch item i; op(A) [M, K], op(B) [K, N], C [M, N] row-major.
-void products(int64_t batch, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
-              int64_t lda, const float* B, int64_t ldb, float* C) {
-  for (int64_t i = 0; i < batch; ++i)
-    sgemm(ta, tb, M, N, K, 1, A + i * M * K, lda, B + i * K * N, ldb, 0, C + i * M * N, N);
+Layout layout_of(const at::Tensor& x) {
+  const int64_t r = x.size(-2), c = x.size(-1), sr = x.stride(-2), sc = x.stride(-1);
+  Layout l;
+  if ((sc == 1 || c == 1) && (r == 1 || sr >= c)) {
+    l.ld = r == 1 ? std::max<int64_t>(c, 1) : sr;
+  } else {
+    l.trans = true;
+    l.ld = c == 1 ? std::max<int64_t>(r, 1) : sc;
+  }
+  // Offsets of the batch items, in the order of a contiguous [..., rows, cols] tensor.
+  l.offsets.assign(1, x.storage_offset());
+  for (int64_t d = 0; d + 2 < x.dim(); ++d) {
+    std::vector<int64_t> next;
+    next.reserve(l.offsets.size() * x.size(d));
+    for (int64_t o : l.offsets)
+      for (int64_t i = 0; i < x.size(d); ++i) next.push_back(o + i * x.stride(d));
+    l.offsets = std::move(next);
+  }
+  return l;
+}
+
+// C_i = op(A_i) op(B_i) for every batch item i; op(A) [M, K], op(B) [K, N], C_i [M, N] with
+// leading dimension ldc at its offset.
+void products(const float* A, const Layout& a, bool ta, const float* B, const Layout& b, bool tb,
+              float* C, const Layout& c, int64_t M, int64_t N, int64_t K) {
+  for (size_t i = 0; i < c.offsets.size(); ++i)
+    sgemm(ta, tb, M, N, K, 1, A + a.offsets[i], a.ld, B + b.offsets[i], b.ld, 0, C + c.offsets[i],
+          c.ld);
+}
+
+// The base pointer of x's storage (offsets include the storage offset).
+float* base(const at::Tensor& x) { return x.data_ptr<float>() - x.storage_offset(); }
+
+// An empty gradient laid out as x when x is dense (every element of its memory one of its
+// own): the products write it in place and views of it stay views back through x's parents.
+at::Tensor gradient_like(const at::Tensor& x) {
+  return x.is_non_overlapping_and_dense() ? at::empty_strided(x.sizes(), x.strides(), x.options())
+                                          : at::empty(x.sizes(), x.options());
+}
+
+// The product's output [..., M, N], its batch and row dimensions in a's memory order when a is
+// dense (per-head views give a per-head view of one [.., T, H, N] tensor, which the caller
+// reshapes back without a copy), contiguous otherwise.
+at::Tensor output_like(const at::Tensor& a, int64_t N) {
+  auto sizes = a.sizes().vec();
+  sizes.back() = N;
+  const int64_t dims = a.dim();
+  if (dims <= 2 || !a.is_non_overlapping_and_dense()) return at::empty(sizes, a.options());
+  std::vector<int64_t> order(dims - 1);
+  for (int64_t d = 0; d + 1 < dims; ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return a.stride(x) > a.stride(y); });
+  order.push_back(dims - 1);
+  std::vector<int64_t> stored(dims), back(dims);
+  for (int64_t d = 0; d < dims; ++d) stored[d] = sizes[order[d]], back[order[d]] = d;
+  return at::empty(stored, a.options()).permute(back);
 }
 
 class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
  public:
-  // a, b: the operands' stored memory; ta, tb: whether each holds the transpose.
+  // a [..., M, K], b [..., K, N], each readable in place.
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
-                                                const torch::Tensor& a, const torch::Tensor& b,
-                                                bool ta, bool tb) {
-    const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
-    const int64_t N = tb ? b.size(-2) : b.size(-1);
-    auto sizes = a.sizes().vec();
-    sizes[sizes.size() - 2] = M;
-    sizes.back() = N;
-    auto c = at::empty(sizes, a.options());
-    const int64_t batch = a.numel() / (M * K);
-    products(batch, ta, tb, M, N, K, a.data_ptr<float>(), a.size(-1), b.data_ptr<float>(),
-             b.size(-1), c.data_ptr<float>());
+                                                const torch::Tensor& a, const torch::Tensor& b) {
+    const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+    auto c = output_like(a, N);
+    const Layout la = layout_of(a), lb = layout_of(b), lc = layout_of(c);
+    products(base(a), la, la.trans, base(b), lb, lb.trans, base(c), lc, M, N, K);
     ctx->save_for_backward({a, b});
-    ctx->saved_data["ta"] = ta;
-    ctx->saved_data["tb"] = tb;
     return {c};
   }
 
@@ -56,26 +105,30 @@ class BatchedMatmul : public torch::autograd::Function<BatchedMatmul> {
     const auto saved = ctx->get_saved_variables();
     const auto& a = saved[0];
     const auto& b = saved[1];
-    const bool ta = ctx->saved_data["ta"].toBool(), tb = ctx->saved_data["tb"].toBool();
-    const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
-    const int64_t N = tb ? b.size(-2) : b.size(-1);
-    const int64_t batch = a.numel() / (M * K);
-    const auto dc = grads[0].contiguous();  // [..., M, N]
-    // In the stored layouts: da (or its transpose) = dc op(B)^T, db = op(A)^T dc.
-    auto da = at::empty(a.sizes(), a.options()), db = at::empty(b.sizes(), b.options());
-    if (ta)  // da^T [K, M] = op(B) dc^T
-      products(batch, tb, true, K, M, N, b.data_ptr<float>(), b.size(-1), dc.data_ptr<float>(), N,
-               da.data_ptr<float>());
-    else  // da [M, K] = dc op(B)^T
-      products(batch, false, !tb, M, K, N, dc.data_ptr<float>(), N, b.data_ptr<float>(), b.size(-1),
-               da.data_ptr<float>());
-    if (tb)  // db^T [N, K] = dc^T op(A)
-      products(batch, true, ta, N, K, M, dc.data_ptr<float>(), N, a.data_ptr<float>(), a.size(-1),
-               db.data_ptr<float>());
-    else  // db [K, N] = op(A)^T dc
-      products(batch, !ta, false, K, N, M, a.data_ptr<float>(), a.size(-1), dc.data_ptr<float>(), N,
-               db.data_ptr<float>());
-    return {da, db, torch::Tensor(), torch::Tensor()};
+    const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+    auto dc = grads[0];
+    if (!readable(dc)) dc = dc.contiguous();
+    const Layout la = layout_of(a), lb = layout_of(b), lg = layout_of(dc);
+    // da = dc op(B)^T [M, K] and db = op(A)^T dc [K, N], each written in its operand's layout
+    // (as its transpose where the operand holds one: da^T = op(B) dc^T, db^T = dc^T op(A)).
+    torch::Tensor da, db;
+    if (ctx->needs_input_grad(0)) {
+      da = gradient_like(a);
+      const Layout ld = layout_of(da);
+      if (ld.trans)
+        products(base(b), lb, lb.trans, base(dc), lg, !lg.trans, base(da), ld, K, M, N);
+      else
+        products(base(dc), lg, lg.trans, base(b), lb, !lb.trans, base(da), ld, M, K, N);
+    }
+    if (ctx->needs_input_grad(1)) {
+      db = gradient_like(b);
+      const Layout ld = layout_of(db);
+      if (ld.trans)
+        products(base(dc), lg, !lg.trans, base(a), la, la.trans, base(db), ld, N, K, M);
+      else
+        products(base(a), la, !la.trans, base(dc), lg, lg.trans, base(db), ld, K, N, M);
+    }
+    return {da, db};
   }
 };
 
@@ -88,8 +141,8 @@ torch::Tensor batched_matmul(const torch::Tensor& a, const torch::Tensor& b) {
         a.dim() == b.dim() && a.sizes().slice(0, a.dim() - 2) == b.sizes().slice(0, b.dim() - 2) &&
         a.numel() > 0 && b.numel() > 0))
     return torch::matmul(a, b);
-  const Operand x = operand(a), y = operand(b);
-  return BatchedMatmul::apply(x.stored, y.stored, x.trans, y.trans)[0];
+  return BatchedMatmul::apply(readable(a) ? a : a.contiguous(),
+                              readable(b) ? b : b.contiguous())[0];
 }
 
 }  // namespace induct::nn

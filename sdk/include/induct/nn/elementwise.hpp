@@ -25,11 +25,19 @@ torch::Tensor INDUCT_SDK_API swiglu(const torch::Tensor& gate, const torch::Tens
 torch::Tensor INDUCT_SDK_API rms_norm(const torch::Tensor& x, const torch::Tensor& weight,
                                       double eps);
 
-// LayerNorm over the last dimension, as torch::layer_norm(x, {n}, weight, bias, eps): weight and
-// bias [n]. Fused on the CPU in float32 (one pass per row each way; LibTorch 1.13's kernels
-// were about 6% of a small Pythia step), elsewhere, or without weight and bias, LibTorch's.
+// LayerNorm over the last dimension, as torch::layer_norm(x, {n}, weight, bias, eps): weight [n]
+// and bias [n] or undefined (none). Fused on the CPU in float32 (one pass per row each way;
+// LibTorch 1.13's kernels were about 6% of a small Pythia step), elsewhere, or without a
+// weight, LibTorch's.
 torch::Tensor INDUCT_SDK_API layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
                                         const torch::Tensor& bias, double eps);
+
+// A LayerNorm per head: each of `heads` equal parts of the last dimension normalised on its
+// own, weight [n] and bias [n] or undefined over the whole last dimension (xLSTM's multi-head
+// LayerNorm; torch::group_norm over rows computes the same). Fused as layer_norm.
+torch::Tensor INDUCT_SDK_API head_norm(const torch::Tensor& x, int64_t heads,
+                                       const torch::Tensor& weight, const torch::Tensor& bias,
+                                       double eps);
 
 // Two LayerNorms of the same x (GPT-NeoX's parallel residual): {layer_norm(x, weight, bias),
 // layer_norm(x, weight2, bias2)}. Fused on the CPU in float32: the row statistics once, and one
