@@ -510,26 +510,37 @@ BOOST_AUTO_TEST_CASE(block_diagonal_linear_matches_an_einsum) {
 // pre-activations up to about +-12 (saturated gates; the stabilizer switching between its two
 // arguments).
 BOOST_AUTO_TEST_CASE(fused_slstm_matches_the_reference_forward_and_backward) {
-  for (const auto& [T, H, D, scale] : std::vector<std::tuple<int64_t, int64_t, int64_t, double>>{
-           {1, 2, 5, 1.0}, {9, 2, 5, 1.0}, {9, 3, 20, 4.0}, {13, 1, 7, 0.3}}) {
+  // With and without the bias; pre as a contiguous tensor and as a permuted view (the kernel
+  // reads it through its strides).
+  for (const auto& [T, H, D, scale, with_bias] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t, double, bool>>{{1, 2, 5, 1.0, false},
+                                                                        {9, 2, 5, 1.0, true},
+                                                                        {9, 3, 20, 4.0, false},
+                                                                        {13, 1, 7, 0.3, true}}) {
     torch::manual_seed(T * 100 + D);
     const int64_t B = 3;
     auto opts = torch::TensorOptions().dtype(torch::kDouble);
     const std::vector<torch::Tensor> inputs{torch::randn({B, T, 4, H, D}, opts) * scale,
-                                            torch::randn({4, H, D, D}, opts) * scale / 2};
+                                            torch::randn({4, H, D, D}, opts) * scale / 2,
+                                            torch::randn({4, H, D}, opts) * scale};
     auto run = [&](torch::Dtype dtype, bool fused) {
       std::vector<torch::Tensor> in;
       for (const auto& t : inputs) in.push_back(t.to(dtype).clone().requires_grad_(true));
+      // A permuted view when with_bias: [B, T, 4, H, D] over [T, H, B, 4, D] memory.
+      const auto pre =
+          with_bias ? in[0].permute({1, 3, 0, 2, 4}).contiguous().permute({2, 0, 3, 1, 4}) : in[0];
+      const auto bias = with_bias ? in[2] : torch::Tensor();
       auto y = (fused ? induct::nn::slstm_recurrence : induct::nn::slstm_recurrence_reference)(
-          in[0], in[1]);
+          pre, in[1], bias);
       auto weights = torch::linspace(-1, 1, y.numel(), opts).reshape(y.sizes()).to(dtype);
       (y * weights).sum().backward();
-      return std::vector<torch::Tensor>{y.detach().to(torch::kDouble),
-                                        in[0].grad().to(torch::kDouble),
-                                        in[1].grad().to(torch::kDouble)};
+      std::vector<torch::Tensor> out{y.detach().to(torch::kDouble), in[0].grad().to(torch::kDouble),
+                                     in[1].grad().to(torch::kDouble)};
+      if (with_bias) out.push_back(in[2].grad().to(torch::kDouble));
+      return out;
     };
     const auto reference = run(torch::kDouble, false), fused = run(torch::kFloat, true);
-    const char* names[] = {"h", "dpre", "drecurrent"};
+    const char* names[] = {"h", "dpre", "drecurrent", "dbias"};
     for (size_t i = 0; i < fused.size(); ++i) {
       const double error = (fused[i] - reference[i]).abs().max().item<double>();
       const double size = reference[i].abs().max().item<double>();
@@ -541,6 +552,9 @@ BOOST_AUTO_TEST_CASE(fused_slstm_matches_the_reference_forward_and_backward) {
   BOOST_CHECK_THROW(
       induct::nn::slstm_recurrence(torch::zeros({1, 2, 4, 2, 3}), torch::zeros({4, 2, 3, 2})),
       c10::Error);
+  BOOST_CHECK_THROW(induct::nn::slstm_recurrence(torch::zeros({1, 2, 4, 2, 3}),
+                                                 torch::zeros({4, 2, 3, 3}), torch::zeros({4, 3})),
+                    c10::Error);
 }
 
 namespace {

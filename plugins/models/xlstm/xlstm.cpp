@@ -127,9 +127,10 @@ class MBlock : public torch::nn::Module {
 
   torch::Tensor forward(const torch::Tensor& input) {  // [B, T, d_model]
     const int64_t B = input.size(0), T = input.size(1), H = c_.heads, inner = c_.inner();
-    const auto parts = project(up, layer_norm(input, norm)).split(inner, -1);
-    const auto& x = parts[0];
-    const auto& z = parts[1];
+    // The up-projection's two halves as two products (contiguous outputs, no split).
+    const auto normed = layer_norm(input, norm);
+    const auto x = induct::nn::linear(normed, up->weight.narrow(0, 0, inner));
+    const auto z = induct::nn::linear(normed, up->weight.narrow(0, inner, inner));
     const auto xc = causal_conv_silu(conv, x);
     const auto qt = headwise(xc, q), kt = headwise(xc, k), vt = headwise(x, v);
     const auto per_head = [&](const torch::Tensor& t) {  // [B, T, inner] -> [B, H, T, D]
@@ -189,12 +190,16 @@ class SBlock : public torch::nn::Module {
     // The input's part of each gate's pre-activation, [B, T, d] each.
     const auto i_x = headwise(xc, gates[0]), f_x = headwise(xc, gates[1]);
     const auto z_x = headwise(x, gates[2]), o_x = headwise(x, gates[3]);
-    // Each gate's input part and bias, [B, T, 4, H, D]; the recurrence is the SDK's.
-    const auto pre = torch::stack({i_x, f_x, z_x, o_x}, 2).reshape({B, T, 4, H, d / H}) + bias;
-    const auto y = induct::nn::slstm_recurrence(pre, recurrent);
+    // Each gate's input part, [B, T, 4, H, D]; the recurrence (with the bias) is the SDK's.
+    const auto pre = torch::stack({i_x, f_x, z_x, o_x}, 2).reshape({B, T, 4, H, d / H});
+    const auto y = induct::nn::slstm_recurrence(pre, recurrent, bias);
     const auto h = input + head_norm(y, H, out_norm);
-    const auto parts = project(up, layer_norm(h, ffn_norm)).split(c_.d_ff, -1);
-    return h + project(down, induct::nn::gelu(parts[0]) * parts[1]);
+    // The gated GELU feed-forward: GELU(W_1 x) * (W_2 x), W_1 and W_2 the halves of `up`; the
+    // GELU in the first product's node.
+    const auto normed = layer_norm(h, ffn_norm);
+    const auto gate = induct::nn::linear_gelu(normed, up->weight.narrow(0, 0, c_.d_ff), {}, true);
+    const auto value = induct::nn::linear(normed, up->weight.narrow(0, c_.d_ff, c_.d_ff));
+    return h + project(down, gate * value);
   }
 
   torch::Tensor norm, gates, recurrent, bias, out_norm, ffn_norm;

@@ -4,13 +4,17 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "gemm.hpp"
 #include "simd_math.hpp"
 
 namespace induct::nn {
 
-torch::Tensor slstm_recurrence_reference(const torch::Tensor& pre, const torch::Tensor& recurrent) {
+torch::Tensor slstm_recurrence_reference(const torch::Tensor& pre_input,
+                                         const torch::Tensor& recurrent,
+                                         const torch::Tensor& bias) {
+  const auto pre = bias.defined() ? pre_input + bias : pre_input;
   const int64_t B = pre.size(0), T = pre.size(1), H = pre.size(3), D = pre.size(4), d = H * D;
   auto y = torch::zeros({B, d}, pre.options());
   torch::Tensor c = y, n = y, m = y;
@@ -141,13 +145,23 @@ void gates_backward(int64_t H, int64_t D, const float* a, const float* sf, const
 
 class FusedSlstm : public torch::autograd::Function<FusedSlstm> {
  public:
-  // pre: [B, T, H, 4, D] contiguous; weights: [H, 4 D, D] contiguous.
+  // pre: [B, T, 4, H, D], any layout; weights: [H, 4 D, D] contiguous; bias: [4, H, D] or
+  // empty.
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
                                                 const torch::Tensor& pre,
-                                                const torch::Tensor& weights) {
-    const int64_t B = pre.size(0), T = pre.size(1), H = pre.size(2), D = pre.size(4), d = H * D;
+                                                const torch::Tensor& weights,
+                                                const torch::Tensor& bias) {
+    const int64_t B = pre.size(0), T = pre.size(1), H = pre.size(3), D = pre.size(4), d = H * D;
     const auto opts = pre.options();
-    auto acts = pre.clone();
+    // The pre-activations in the kernel's layout, each head's four gates side by side
+    // ([B, T, H, 4, D]), with the bias: one pass through pre's strides.
+    auto acts = at::empty({B, T, H, 4, D}, opts);
+    auto gate_major = acts.permute({0, 1, 3, 2, 4});  // [B, T, 4, H, D], a view of acts
+    if (bias.numel() > 0)
+      at::add_out(gate_major, pre, bias);
+    else
+      gate_major.copy_(pre);
+    ctx->saved_data["bias"] = bias.numel() > 0;
     auto hs = at::empty({B, T, d}, opts);
     auto cs = at::empty({B, T, d}, opts);
     auto ns = at::empty({B, T, d}, opts);
@@ -216,36 +230,48 @@ class FusedSlstm : public torch::autograd::Function<FusedSlstm> {
           sgemm(false, false, B, D, 4 * D, 1, dg + t * 4 * d + k * 4 * D, ld_a, w + k * 4 * D * D,
                 D, 0, dr + k * D, d);
     }
+    // The bias's gradient: dpre summed over batch and time, [H, 4, D] -> [4, H, D].
+    const auto dbias = ctx->saved_data["bias"].toBool()
+                           ? dpre.sum(at::IntArrayRef{0, 1}).permute({1, 0, 2})
+                           : torch::Tensor();
     // Per head: dW = sum over t > 0 of dg_t^T h_{t-1}, one product over the row pairs (dg row
-    // r + 1, hs row r), r = b T + t - 1, with a copy of dg whose rows of t = 0 are zeroed.
+    // r + 1, hs row r), r = b T + t - 1, with dg's rows of t = 0 set to zero for it (and
+    // restored after: they pair with the previous sequence's last state).
     auto dw = at::zeros(weights.sizes(), opts);
     if (B * T > 1) {
-      auto pairs = dpre.clone();
-      float* p = pairs.data_ptr<float>();
-      for (int64_t b = 0; b < B; ++b) std::fill_n(p + b * ld_a, 4 * d, 0.0f);
+      std::vector<float> first(B * 4 * d);
+      for (int64_t b = 0; b < B; ++b) {
+        std::copy_n(dg + b * ld_a, 4 * d, first.data() + b * 4 * d);
+        std::fill_n(dg + b * ld_a, 4 * d, 0.0f);
+      }
       for (int64_t k = 0; k < H; ++k)
-        sgemm(true, false, 4 * D, D, B * T - 1, 1, p + 4 * d + k * 4 * D, 4 * d,
+        sgemm(true, false, 4 * D, D, B * T - 1, 1, dg + 4 * d + k * 4 * D, 4 * d,
               hs.data_ptr<float>() + k * D, d, 0, dw.data_ptr<float>() + k * 4 * D * D, D);
+      for (int64_t b = 0; b < B; ++b) std::copy_n(first.data() + b * 4 * d, 4 * d, dg + b * ld_a);
     }
-    return {dpre, dw};
+    // pre's gradient in the kernel's layout, as a [B, T, 4, H, D] view.
+    return {dpre.permute({0, 1, 3, 2, 4}), dw, dbias};
   }
 };
 
 }  // namespace
 
-torch::Tensor slstm_recurrence(const torch::Tensor& pre, const torch::Tensor& recurrent) {
+torch::Tensor slstm_recurrence(const torch::Tensor& pre, const torch::Tensor& recurrent,
+                               const torch::Tensor& bias) {
   TORCH_CHECK(pre.dim() == 5 && pre.size(2) == 4, "slstm_recurrence: pre must be [B, T, 4, H, D]");
   const int64_t H = pre.size(3), D = pre.size(4);
   TORCH_CHECK(recurrent.dim() == 4 && recurrent.size(0) == 4 && recurrent.size(1) == H &&
                   recurrent.size(2) == D && recurrent.size(3) == D,
               "slstm_recurrence: recurrent must be [4, H, D, D] for pre [B, T, 4, H, D]");
+  TORCH_CHECK(!bias.defined() || bias.sizes() == torch::IntArrayRef({4, H, D}),
+              "slstm_recurrence: bias must be [4, H, D] for pre [B, T, 4, H, D]");
   if (!(pre.device().is_cpu() && pre.scalar_type() == at::kFloat &&
-        recurrent.scalar_type() == at::kFloat))
-    return slstm_recurrence_reference(pre, recurrent);
-  // The fused node's layout: each head's four gates side by side.
-  const auto by_head = pre.permute({0, 1, 3, 2, 4}).contiguous();  // [B, T, H, 4, D]
+        recurrent.scalar_type() == at::kFloat &&
+        (!bias.defined() || bias.scalar_type() == at::kFloat)))
+    return slstm_recurrence_reference(pre, recurrent, bias);
+  // The fused node's layout: each head's four gates' weights side by side.
   const auto weights = recurrent.permute({1, 0, 2, 3}).reshape({H, 4 * D, D}).contiguous();
-  return FusedSlstm::apply(by_head, weights)[0];
+  return FusedSlstm::apply(pre, weights, bias.defined() ? bias : at::empty({0}, pre.options()))[0];
 }
 
 }  // namespace induct::nn
