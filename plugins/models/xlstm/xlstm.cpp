@@ -93,8 +93,9 @@ torch::Tensor mlstm_parallel(const torch::Tensor& q, const torch::Tensor& k, con
   const auto log_d = log_fg + igate.transpose(-2, -1);      // [B, H, T, T]
   const auto max_log_d = std::get<0>(log_d.max(-1, true));  // [B, H, T, 1]
   const auto d = torch::exp(log_d - max_log_d);
+  // (q k^T / sqrt(D)) d, the scale applied to the [T, T] products (not to k's [T, D]).
   const auto c =
-      induct::nn::batched_matmul(q, (k / std::sqrt(static_cast<double>(D))).transpose(-2, -1)) * d;
+      induct::nn::batched_matmul(q, k.transpose(-2, -1)) * (d / std::sqrt(static_cast<double>(D)));
   const auto normalizer = torch::maximum(c.sum(-1, true).abs(), torch::exp(-max_log_d));
   return induct::nn::batched_matmul(c / (normalizer + 1e-6), v);
 }
@@ -136,19 +137,19 @@ class MBlock : public torch::nn::Module {
     const auto per_head = [&](const torch::Tensor& t) {  // [B, T, inner] -> [B, H, T, D]
       return t.reshape({B, T, H, inner / H}).transpose(1, 2);
     };
-    // A gate's pre-activation from [q, k, v] (3 inner features): the sum of its weight's three
-    // column blocks' products, without the concatenation.
-    const auto gate = [&](const torch::nn::Linear& g) {  // -> [B, H, T, 1]
-      const auto& w = g->weight;
-      auto pre = induct::nn::linear(qt, w.narrow(1, 0, inner), g->bias) +
-                 induct::nn::linear(kt, w.narrow(1, inner, inner)) +
-                 induct::nn::linear(vt, w.narrow(1, 2 * inner, inner));
-      return pre.transpose(1, 2).unsqueeze(-1);
-    };
-    const auto i_pre = gate(igate), f_pre = gate(fgate);
+    // Both gates' pre-activations from [q, k, v] (3 inner features) as the sum of three
+    // products with the gates' weights side by side (no concatenation of q, k and v; 2 H
+    // outputs per product, where one gate's H = 4 leaves the product mostly overhead).
+    const auto w = torch::cat({igate->weight, fgate->weight});  // [2 H, 3 inner]
+    const auto pre =
+        induct::nn::linear(qt, w.narrow(1, 0, inner), torch::cat({igate->bias, fgate->bias})) +
+        induct::nn::linear(kt, w.narrow(1, inner, inner)) +
+        induct::nn::linear(vt, w.narrow(1, 2 * inner, inner));  // [B, T, 2 H]
+    const auto gates = pre.transpose(1, 2).unsqueeze(-1);       // [B, 2 H, T, 1]
+    const auto i_pre = gates.narrow(1, 0, H), f_pre = gates.narrow(1, H, H);
     auto h = mlstm_parallel(per_head(qt), per_head(kt), per_head(vt), i_pre, f_pre);
     h = head_norm(h.transpose(1, 2).reshape({B, T, inner}), H, out_norm);
-    h = (h + skip * xc) * torch::silu(z);
+    h = induct::nn::swiglu(z, torch::addcmul(h, skip, xc));  // (h + skip xc) SiLU(z)
     return input + project(down, h);
   }
 
