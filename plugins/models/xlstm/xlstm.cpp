@@ -83,19 +83,16 @@ torch::Tensor causal_conv_silu(const torch::nn::Conv1d& conv, const torch::Tenso
 // q, k, v [B, H, T, D], gate pre-activations [B, H, T, 1] -> [B, H, T, D].
 torch::Tensor mlstm_parallel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& igate, const torch::Tensor& fgate) {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3);
-  const auto log_f = torch::log_sigmoid(fgate);  // [B, H, T, 1]
-  const auto cumsum = torch::cat({torch::zeros({B, H, 1, 1}, q.options()), log_f.cumsum(-2)}, -2);
-  // log_fg[i][j] = sum of log f over j+1..i (j <= i), -inf above the diagonal.
-  const auto differences = (cumsum - cumsum.transpose(-2, -1)).narrow(-2, 1, T).narrow(-1, 1, T);
-  const auto causal = torch::ones({T, T}, q.options().dtype(torch::kBool)).tril();
-  const auto log_fg = torch::where(causal, differences, torch::full({}, -INFINITY, q.options()));
-  const auto log_d = log_fg + igate.transpose(-2, -1);      // [B, H, T, T]
+  const int64_t T = q.size(2), D = q.size(3);
+  // log_d[i][j] = sum of log f over j+1..i + i~_j = F_i - F_j + i~_j (F the cumulative sum of
+  // log f) for j <= i, -inf above the diagonal: one broadcast sum of [T, 1] and [1, T].
+  const auto F = torch::log_sigmoid(fgate).cumsum(-2);  // [B, H, T, 1]
+  const auto above = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
+  const auto log_d = (F + (igate - F).transpose(-2, -1)).masked_fill(above, -INFINITY);
   const auto max_log_d = std::get<0>(log_d.max(-1, true));  // [B, H, T, 1]
-  const auto d = torch::exp(log_d - max_log_d);
-  // (q k^T / sqrt(D)) d, the scale applied to the [T, T] products (not to k's [T, D]).
-  const auto c =
-      induct::nn::batched_matmul(q, k.transpose(-2, -1)) * (d / std::sqrt(static_cast<double>(D)));
+  // c = (q k^T / sqrt(D)) exp(log_d - max): the 1/sqrt(D) inside the exponent.
+  const auto c = induct::nn::batched_matmul(q, k.transpose(-2, -1)) *
+                 torch::exp(log_d - (max_log_d + 0.5 * std::log(static_cast<double>(D))));
   const auto normalizer = torch::maximum(c.sum(-1, true).abs(), torch::exp(-max_log_d));
   return induct::nn::batched_matmul(c / (normalizer + 1e-6), v);
 }
