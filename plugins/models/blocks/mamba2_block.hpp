@@ -9,6 +9,8 @@
 #include <cmath>
 #include <induct/hooks.hpp>
 #include <induct/nn/conv.hpp>
+#include <induct/nn/elementwise.hpp>
+#include <induct/nn/linear.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/ssd.hpp>
 
@@ -58,17 +60,23 @@ class Mamba2Block : public torch::nn::Module {
                         const std::string& point = {}) {  // [B, T, d_model]
     const int64_t B = input.size(0), T = input.size(1), Di = c_.d_inner(), H = c_.heads(),
                   P = c_.headdim, G = c_.ngroups, N = c_.d_state;
-    auto parts = project(in_proj, norm(input)).split({Di, c_.conv_dim(), H}, -1);
-    auto xbc = induct::nn::causal_conv1d(parts[1], conv->weight.squeeze(1), conv->bias, true);
+    // The in-projection's three parts (z, x B C, dt) as three products of its weight's rows:
+    // contiguous outputs, and no concatenation of their gradients in backward.
+    const auto normed = norm(input);
+    const auto& w = in_proj->weight;
+    const auto z = induct::nn::linear(normed, w.narrow(0, 0, Di));
+    const auto xbc_in = induct::nn::linear(normed, w.narrow(0, Di, c_.conv_dim()));
+    const auto dt_in = induct::nn::linear(normed, w.narrow(0, Di + c_.conv_dim(), H));
+    auto xbc = induct::nn::causal_conv1d(xbc_in, conv->weight.squeeze(1), conv->bias, true);
     if (hooks) xbc = (*hooks)(point + ".conv", xbc);
     auto xs = xbc.split({Di, G * N, G * N}, -1);
     auto x = xs[0].reshape({B, T, H, P});
-    auto dt = torch::softplus(parts[2] + dt_bias);  // [B, T, H]
-    auto A = -torch::exp(A_log);                    // [H]
+    auto dt = torch::softplus(dt_in + dt_bias);  // [B, T, H]
+    auto A = -torch::exp(A_log);                 // [H]
     auto y = induct::nn::ssd_scan(x * dt.unsqueeze(-1), dt * A, xs[1].reshape({B, T, G, N}),
                                   xs[2].reshape({B, T, G, N}), c_.chunk_size);
     y = (y + x * D.view({H, 1})).reshape({B, T, Di});
-    return input + project(out_proj, gate_norm(y * torch::silu(parts[0])));
+    return input + project(out_proj, gate_norm(induct::nn::swiglu(z, y)));  // y SiLU(z)
   }
 
   induct::nn::RMSNorm norm{nullptr}, gate_norm{nullptr};

@@ -206,4 +206,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("hybrid", "1.0.0", register_components)
+INDUCT_PLUGIN("hybrid", "1.1.0", register_components)

@@ -87,4 +87,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("mamba2", "1.0.0", register_components)
+INDUCT_PLUGIN("mamba2", "1.1.0", register_components)
