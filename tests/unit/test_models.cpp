@@ -71,6 +71,26 @@ BOOST_DATA_TEST_CASE(model_is_causal, bdata::make(kModels), name) {
   BOOST_TEST(!torch::allclose(la.slice(1, 6), lb.slice(1, 6), 1e-4, 1e-4));
 }
 
+// Batches of one and sequences of one or two tokens (dimensions of size 1, whose strides are
+// arbitrary and can reorder the layouts of the SDK's strided products): each model's forward
+// has the right shape and its backward gives every parameter a finite gradient.
+BOOST_DATA_TEST_CASE(model_trains_on_edge_shapes, bdata::make(kModels), name) {
+  auto model = make(kSmall.at(name), 12, 10, 1);
+  torch::manual_seed(4);
+  for (const auto& [B, T] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {1, 2}, {1, 10}, {3, 1}}) {
+    model->zero_grad();
+    const auto logits = model->forward(torch::randint(0, 10, {B, T}, torch::kLong));
+    BOOST_TEST(logits.sizes() == torch::IntArrayRef({B, T, 12}), name << " B " << B << " T " << T);
+    logits.sum().backward();
+    for (const auto& p : model->named_parameters()) {
+      const bool finite =
+          !p.value().grad().defined() || torch::isfinite(p.value().grad()).all().item().toBool();
+      BOOST_TEST(finite, name << " " << p.key() << " B " << B << " T " << T);
+    }
+  }
+}
+
 // Hook points: a handler that replaces every activation by a copy of itself leaves the logits
 // as they are (exactly; a recurrent layer then runs step by step, the same to rounding);
 // zeroing one hook's activation changes them (the hook is on the path); the names are as

@@ -66,7 +66,7 @@ torch::Tensor ssd_scan(const torch::Tensor& x, const torch::Tensor& a, const tor
   auto decay = at::exp(segment_sums(as));                                    // [B, H, c, Q, Q]
   auto within = batched_matmul(by_head(cg), by_head(bg).transpose(-2, -1));  // [B, G, c, Q, Q]
   auto scores =
-      (within.unsqueeze(2) * decay.view({B, G, H / G, chunks, Q, Q})).view({B, H, chunks, Q, Q});
+      (within.unsqueeze(2) * decay.view({B, G, H / G, chunks, Q, Q})).reshape({B, H, chunks, Q, Q});
   auto y = batched_matmul(scores, by_head(xs)).permute({0, 2, 3, 1, 4});  // [B, c, Q, H, P]
   if (chunks > 1) {
     auto bs = per_head(bg, H), cs = per_head(cg, H);  // [B, c, Q, H, N]
