@@ -65,6 +65,11 @@ const std::vector<std::string> kModels = {
     "{name: deltanet, layers: 2}",
     "{name: deltanet, layers: 2, d_model: 64, heads: 2, d_ff: 128, householder: 2, "
     "negative_eigenvalues: true, gate: true}",
+    "{name: xlstm}",
+    "{name: xlstm, blocks: ms, d_model: 64}",
+    "{name: hybrid, pattern: MA2, d_model: 64, attention: {d_ff: 256}, mamba: {d_state: 16}, "
+    "mamba2: {headdim: 16, d_state: 16}}",
+    "{name: looped, loops: 2, d_model: 64, attention: {d_ff: 256}}",
 };
 
 struct Side {
