@@ -510,15 +510,20 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::T
   return head_norm(x, 1, weight, bias, eps);
 }
 
+namespace {
+// Whether t is an affine map the fused LayerNorm reads for x: a float CPU vector as long as x's
+// last dimension (x at least one-dimensional).
+bool fusable_affine(const at::Tensor& t, const at::Tensor& x) {
+  return t.defined() && fusable(t) && t.dim() == 1 && t.is_contiguous() && t.size(0) == x.size(-1);
+}
+}  // namespace
+
 at::Tensor head_norm(const at::Tensor& x, int64_t heads, const at::Tensor& weight,
                      const at::Tensor& bias, double eps) {
   TORCH_CHECK(heads >= 1 && x.dim() >= 1 && x.size(-1) % heads == 0, "head_norm: ", heads,
               " heads do not divide the last dimension of ", x.sizes());
-  const auto affine_ok = [&](const at::Tensor& t) {
-    return fusable(t) && t.dim() == 1 && t.is_contiguous() && t.size(0) == x.size(-1);
-  };
   const bool fused =
-      fusable(x) && weight.defined() && affine_ok(weight) && (!bias.defined() || affine_ok(bias));
+      fusable(x) && fusable_affine(weight, x) && (!bias.defined() || fusable_affine(bias, x));
   if (fused)
     return FusedLayerNorm::apply(x, weight, bias.defined() ? bias : at::empty({0}, x.options()),
                                  c10::nullopt, c10::nullopt, eps, heads)[0];
@@ -530,12 +535,9 @@ at::Tensor head_norm(const at::Tensor& x, int64_t heads, const at::Tensor& weigh
 std::pair<at::Tensor, at::Tensor> layer_norm_pair(const at::Tensor& x, const at::Tensor& weight,
                                                   const at::Tensor& bias, const at::Tensor& weight2,
                                                   const at::Tensor& bias2, double eps) {
-  auto affine_ok = [&](const at::Tensor& t) {
-    return t.defined() && fusable(t) && t.dim() == 1 && t.is_contiguous() &&
-           t.size(0) == x.size(-1);
-  };
-  const bool fused = fusable(x) && x.dim() >= 1 && affine_ok(weight) && affine_ok(bias) &&
-                     affine_ok(weight2) && affine_ok(bias2);
+  const bool fused = fusable(x) && x.dim() >= 1 && fusable_affine(weight, x) &&
+                     fusable_affine(bias, x) && fusable_affine(weight2, x) &&
+                     fusable_affine(bias2, x);
   if (!fused) return {layer_norm(x, weight, bias, eps), layer_norm(x, weight2, bias2, eps)};
   auto out = FusedLayerNorm::apply(x, weight, bias, c10::optional<at::Tensor>(weight2),
                                    c10::optional<at::Tensor>(bias2), eps, 1);
