@@ -65,11 +65,6 @@ torch::Tensor head_norm(const torch::Tensor& x, int64_t heads, const torch::Tens
   return induct::nn::head_norm(x, heads, weight, {}, kNormEps);
 }
 
-// A block-diagonal projection: weight [H, D_out, D_in] applied to x [..., H*D_in] per block.
-torch::Tensor headwise(const torch::Tensor& x, const torch::Tensor& weight) {
-  return induct::nn::block_diagonal_linear(x, weight);
-}
-
 torch::nn::Conv1d depthwise(int64_t channels, int64_t kernel) {
   return torch::nn::Conv1d(
       torch::nn::Conv1dOptions(channels, channels, kernel).groups(channels).bias(true));
@@ -130,7 +125,9 @@ class MBlock : public torch::nn::Module {
     const auto x = induct::nn::linear(normed, up->weight.narrow(0, 0, inner));
     const auto z = induct::nn::linear(normed, up->weight.narrow(0, inner, inner));
     const auto xc = causal_conv_silu(conv, x);
-    const auto qt = headwise(xc, q), kt = headwise(xc, k), vt = headwise(x, v);
+    const auto qt = induct::nn::block_diagonal_linear(xc, q),
+               kt = induct::nn::block_diagonal_linear(xc, k),
+               vt = induct::nn::block_diagonal_linear(x, v);
     const auto per_head = [&](const torch::Tensor& t) {  // [B, T, inner] -> [B, H, T, D]
       return t.reshape({B, T, H, inner / H}).transpose(1, 2);
     };
@@ -186,8 +183,10 @@ class SBlock : public torch::nn::Module {
     const auto x = layer_norm(input, norm);
     const auto xc = causal_conv_silu(conv, x);
     // The input's part of each gate's pre-activation, [B, T, d] each.
-    const auto i_x = headwise(xc, gates[0]), f_x = headwise(xc, gates[1]);
-    const auto z_x = headwise(x, gates[2]), o_x = headwise(x, gates[3]);
+    const auto i_x = induct::nn::block_diagonal_linear(xc, gates[0]),
+               f_x = induct::nn::block_diagonal_linear(xc, gates[1]);
+    const auto z_x = induct::nn::block_diagonal_linear(x, gates[2]),
+               o_x = induct::nn::block_diagonal_linear(x, gates[3]);
     // Each gate's input part, [B, T, 4, H, D]; the recurrence (with the bias) is the SDK's.
     const auto pre = torch::stack({i_x, f_x, z_x, o_x}, 2).reshape({B, T, 4, H, d / H});
     const auto y = induct::nn::slstm_recurrence(pre, recurrent, bias);

@@ -21,18 +21,23 @@ struct Layout {
   std::vector<int64_t> offsets;  // of each batch item, in elements
 };
 
-// Whether sgemm can read x's items in place: one of the two matrix dimensions has stride 1
-// (or size 1) and the other a stride no smaller than its partner's size.
-bool readable(const at::Tensor& x) {
-  const int64_t r = x.size(-2), c = x.size(-1), sr = x.stride(-2), sc = x.stride(-1);
-  return ((sc == 1 || c == 1) && (r == 1 || sr >= c)) ||
-         ((sr == 1 || r == 1) && (c == 1 || sc >= r));
+// Whether a matrix of rows x cols with these strides is row-major with rows at least cols
+// apart (a dimension of size 1 has any stride).
+bool row_major(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  return (col_stride == 1 || cols == 1) && (rows == 1 || row_stride >= cols);
 }
 
+// Whether sgemm can read x's items in place: each one row-major, or the transpose of one.
+bool readable(const at::Tensor& x) {
+  const int64_t r = x.size(-2), c = x.size(-1), sr = x.stride(-2), sc = x.stride(-1);
+  return row_major(r, c, sr, sc) || row_major(c, r, sc, sr);
+}
+
+// x's layout (x readable).
 Layout layout_of(const at::Tensor& x) {
   const int64_t r = x.size(-2), c = x.size(-1), sr = x.stride(-2), sc = x.stride(-1);
   Layout l;
-  if ((sc == 1 || c == 1) && (r == 1 || sr >= c)) {
+  if (row_major(r, c, sr, sc)) {
     l.ld = r == 1 ? std::max<int64_t>(c, 1) : sr;
   } else {
     l.trans = true;
