@@ -275,6 +275,100 @@ BOOST_AUTO_TEST_CASE(chunked_delta_rule_matches_the_recurrence_forward_and_backw
   }
 }
 
+// Where state tracking lives: beta in [1.5, 2] (eigenvalues near -1) and keys of size 4 drawn
+// from three directions (strongly correlated, as a head that tracks S_3 uses them), 256 steps,
+// the chunks DeltaNet and DeltaProduct use. The chunked float32 output and every gradient stay
+// within 1e-4 of the step-by-step recurrence in double (relative to each one's scale), with no
+// decay, with decays near 1 and with decays near 0. (The series inverse (I - N)(I + N^2)... the
+// SDK used before numerics 0.1.5 was off by 3e5 at chunk 32 and 2e-3 at chunk 16 here.)
+BOOST_AUTO_TEST_CASE(chunked_delta_rule_holds_with_negative_eigenvalues_and_correlated_keys) {
+  const char* names[] = {"o", "dq", "dk", "dv", "dbeta", "dlog_decay"};
+  torch::manual_seed(51);
+  const int64_t B = 2, H = 2, T = 256, Dk = 4, Dv = 3;
+  auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  auto directions = torch::randn({3, Dk}, opts);
+  directions = directions / directions.norm(2, -1, true);
+  const auto pick = torch::randint(0, 3, {B, H, T}, torch::kLong);
+  const auto k = directions.index({pick});  // [B, H, T, Dk]
+  auto q = torch::randn({B, H, T, Dk}, opts);
+  q = q / q.norm(2, -1, true);
+  const auto v = torch::randn({B, H, T, Dv}, opts);
+  const auto beta = 1.5 + 0.5 * torch::rand({B, H, T}, opts);
+  struct Decay {
+    const char* name;
+    torch::Tensor log_decay;
+  };
+  const std::vector<Decay> decays = {{"none", torch::Tensor()},
+                                     {"near 1", -1e-3 * torch::rand({B, H, T}, opts)},
+                                     {"near 0", -5.0 - 5.0 * torch::rand({B, H, T}, opts)}};
+  for (const auto& decay : decays) {
+    const bool decayed = decay.log_decay.defined();
+    std::vector<torch::Tensor> inputs{q, k, v, beta};
+    inputs.push_back(decayed ? decay.log_decay : -torch::ones({B, H, T}, opts));
+    const auto reference = delta_run(inputs, decayed, 0);
+    std::vector<torch::Tensor> in_float;
+    for (const auto& t : inputs) in_float.push_back(t.to(torch::kFloat));
+    for (int64_t chunk : {16, 32, 64}) {
+      const auto chunked = delta_run(in_float, decayed, chunk);
+      for (size_t i = 0; i < reference.size(); ++i) {
+        const double scale = reference[i].abs().max().item<double>();
+        const double error = (chunked[i] - reference[i]).abs().max().item<double>() / scale;
+        BOOST_TEST(error < 1e-4, names[i] << " chunk " << chunk << " decay " << decay.name
+                                          << ": relative error " << error);
+      }
+    }
+  }
+}
+
+// Exact S_3 words: two Householder steps per token, each a transposition (beta = 2, key
+// (e_a - e_b) / sqrt 2) or nothing (beta = 0), realise every permutation of a 3-dimensional
+// subspace; three first steps write the identity into the state (beta = 1, k = v = e_i), and
+// head h reads row h of the state (q = e_h). Over 256 tokens (515 steps) the chunked float32
+// state equals the permutation matrix of the word so far to 1e-4 at chunks 16, 32 and 64.
+BOOST_AUTO_TEST_CASE(chunked_delta_rule_tracks_exact_s3_words) {
+  torch::manual_seed(3);
+  const int64_t B = 3, H = 3, tokens = 256, steps = 3 + 2 * tokens, Dk = 4, Dv = 3;
+  auto q = torch::zeros({B, H, steps, Dk}), k = torch::zeros({B, H, steps, Dk}),
+       v = torch::zeros({B, H, steps, Dv}), beta = torch::zeros({B, H, steps});
+  for (int64_t h = 0; h < H; ++h) q.select(1, h).select(-1, h).fill_(1.0);
+  for (int64_t i = 0; i < 3; ++i) {
+    k.select(2, i).select(-1, i).fill_(1.0);
+    v.select(2, i).select(-1, i).fill_(1.0);
+    beta.select(2, i).fill_(1.0);
+  }
+  // The exact state: rows swapped by each transposition (integers, so double is exact).
+  auto state = torch::eye(3, torch::kDouble).repeat({B, 1, 1});  // [B, 3, 3]
+  auto expected = torch::zeros({B, steps, 3, 3}, torch::kDouble);
+  const int64_t pairs[3][2] = {{0, 1}, {1, 2}, {0, 2}};
+  const auto draws = torch::randint(0, 4, {B, steps}, torch::kLong);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t s = 3; s < steps; ++s) {
+      const int64_t draw = draws[b][s].item<int64_t>();
+      if (draw < 3) {  // a transposition; 3: the identity step (beta = 0)
+        const int64_t a = pairs[draw][0], c = pairs[draw][1];
+        auto key = k[b].select(1, s);  // [H, Dk]
+        key.select(-1, a).fill_(1.0 / std::sqrt(2.0));
+        key.select(-1, c).fill_(-1.0 / std::sqrt(2.0));
+        beta[b].select(1, s).fill_(2.0);
+        const auto row_a = state[b][a].clone();
+        state[b][a].copy_(state[b][c]);
+        state[b][c].copy_(row_a);
+      }
+      expected[b][s].copy_(state[b]);
+    }
+  }
+  // o[b, h, s, :] = S^T q = row h of the state.
+  const auto want = expected.narrow(1, 3, steps - 3).permute({0, 2, 1, 3});  // [B, H, steps-3, 3]
+  for (int64_t chunk : {16, 32, 64}) {
+    const auto o = induct::nn::delta_rule(q, k, v, beta, {}, chunk).to(torch::kDouble);
+    const double error = (o.narrow(2, 3, steps - 3) - want).abs().max().item<double>();
+    BOOST_TEST(error < 1e-4,
+               "chunk " << chunk << ": the state is off the permutation by " << error);
+  }
+  const auto step = induct::nn::delta_rule_reference(q, k, v, beta, {}).to(torch::kDouble);
+  BOOST_TEST((step.narrow(2, 3, steps - 3) - want).abs().max().item<double>() < 1e-4);
+}
+
 // The rule itself on a hand-checked case: beta = 1 with a unit key replaces the value stored
 // under that key (the state reads back the new value), beta = 2 flips the old one's sign.
 BOOST_AUTO_TEST_CASE(delta_rule_overwrites_along_the_key) {
@@ -539,13 +633,18 @@ BOOST_AUTO_TEST_CASE(fused_slstm_matches_the_reference_forward_and_backward) {
       if (with_bias) out.push_back(in[2].grad().to(torch::kDouble));
       return out;
     };
-    const auto reference = run(torch::kDouble, false), fused = run(torch::kFloat, true);
+    const auto reference = run(torch::kDouble, false), fused = run(torch::kFloat, true),
+               reference_float = run(torch::kFloat, false);
     const char* names[] = {"h", "dpre", "drecurrent", "dbias"};
     for (size_t i = 0; i < fused.size(); ++i) {
       const double error = (fused[i] - reference[i]).abs().max().item<double>();
       const double size = reference[i].abs().max().item<double>();
-      BOOST_TEST(error < 2e-5 * std::max(1.0, size),
-                 names[i] << " T=" << T << " H=" << H << " D=" << D << ": max error " << error);
+      // Saturated gates make float32 itself lose digits (the reference in float32 is off by
+      // 3.7e-5 of dpre's size at D = 20): the fused kernel may be off by 4 times that much.
+      const double float_error = (reference_float[i] - reference[i]).abs().max().item<double>();
+      BOOST_TEST(error < std::max(2e-5 * std::max(1.0, size), 4 * float_error),
+                 names[i] << " T=" << T << " H=" << H << " D=" << D << ": max error " << error
+                          << " (the reference in float32: " << float_error << ")");
       if (T > 1) BOOST_TEST(size > 0, names[i] << " is zero");
     }
   }

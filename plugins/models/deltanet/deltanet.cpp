@@ -89,25 +89,21 @@ class DeltaBlock : public torch::nn::Module {
     const auto v = parts[2].reshape({B, T, n, H, D});
     auto b = torch::sigmoid(project(beta, x)).reshape({B, T, n, H});
     if (c_.negative_eigenvalues) b = 2 * b;
-    torch::Tensor log_decay;  // [B, H, T * n]: the decay before a token's first step
-    if (c_.gate) {
-      const auto g = -torch::exp(A_log) * torch::softplus(project(decay, x) + dt_bias);  // [B,T,H]
-      log_decay = torch::cat({g.unsqueeze(2), torch::zeros({B, T, n - 1, H}, g.options())}, 2)
-                      .reshape({B, T * n, H})
-                      .transpose(1, 2);
-    }
-    // Token t's n steps are steps t n .. t n + n - 1; its output is read after the last.
+    torch::Tensor log_decay;  // [B, H, T]: the decay before a token's first step
+    if (c_.gate)
+      log_decay =
+          (-torch::exp(A_log) * torch::softplus(project(decay, x) + dt_bias)).transpose(1, 2);
+    // Token t's n steps are steps t n .. t n + n - 1 (per head); its output is read after the
+    // last. The chunked form for every head width: with its products on batched_matmul it is
+    // faster than the step-by-step loop on one core at heads of 16 too (docs/performance.md).
     const auto steps = [&](const torch::Tensor& t) {  // [B, T, n, H, D] -> [B, H, T n, D]
       return t.reshape({B, T * n, H, D}).transpose(1, 2);
     };
-    const auto q_steps = q.unsqueeze(2).expand({B, T, n, H, D});
-    const auto beta_steps = b.reshape({B, T * n, H}).transpose(1, 2);
-    // The chunked form for every head width: with its products on batched_matmul it is faster
-    // than the step-by-step loop on one core at heads of 16 too (docs/performance.md).
-    const auto o_steps = induct::nn::delta_rule(steps(q_steps), steps(k), steps(v), beta_steps,
-                                                log_decay, kChunk * n);
     const auto o_tokens =  // [B, T, H, D]
-        o_steps.transpose(1, 2).reshape({B, T, n, H, D}).select(2, n - 1);
+        induct::nn::delta_product(q.transpose(1, 2), steps(k), steps(v),
+                                  b.reshape({B, T * n, H}).transpose(1, 2), log_decay, n,
+                                  kChunk * n)
+            .transpose(1, 2);
     auto o = out_norm(o_tokens);  // [B, T, H, D]
     o = o.reshape({B, T, c_.d_model});
     if (c_.gate) o = o * torch::silu(project(out_gate, x));
@@ -176,4 +172,4 @@ void register_components(induct::Registrar& r) {
 
 }  // namespace
 
-INDUCT_PLUGIN("deltanet", "1.2.0", register_components)
+INDUCT_PLUGIN("deltanet", "1.2.1", register_components)

@@ -28,6 +28,7 @@
 #include <induct/nn/elementwise.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/matmul.hpp>
+#include <induct/nn/mlstm.hpp>
 #include <induct/nn/slstm.hpp>
 #include <induct/plugin.hpp>
 
@@ -72,24 +73,6 @@ torch::nn::Conv1d depthwise(int64_t channels, int64_t kernel) {
 
 torch::Tensor causal_conv_silu(const torch::nn::Conv1d& conv, const torch::Tensor& x) {
   return induct::nn::causal_conv1d(x, conv->weight.squeeze(1), conv->bias, true);
-}
-
-// The mLSTM cell in its parallel, stabilized form (NX-AI/xlstm parallel_stabilized_simple):
-// q, k, v [B, H, T, D], gate pre-activations [B, H, T, 1] -> [B, H, T, D].
-torch::Tensor mlstm_parallel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& igate, const torch::Tensor& fgate) {
-  const int64_t T = q.size(2), D = q.size(3);
-  // log_d[i][j] = sum of log f over j+1..i + i~_j = F_i - F_j + i~_j (F the cumulative sum of
-  // log f) for j <= i, -inf above the diagonal: one broadcast sum of [T, 1] and [1, T].
-  const auto F = torch::log_sigmoid(fgate).cumsum(-2);  // [B, H, T, 1]
-  const auto above = torch::ones({T, T}, q.options().dtype(torch::kBool)).triu(1);
-  const auto log_d = (F + (igate - F).transpose(-2, -1)).masked_fill(above, -INFINITY);
-  const auto max_log_d = std::get<0>(log_d.max(-1, true));  // [B, H, T, 1]
-  // c = (q k^T / sqrt(D)) exp(log_d - max): the 1/sqrt(D) inside the exponent.
-  const auto c = induct::nn::batched_matmul(q, k.transpose(-2, -1)) *
-                 torch::exp(log_d - (max_log_d + 0.5 * std::log(static_cast<double>(D))));
-  const auto normalizer = torch::maximum(c.sum(-1, true).abs(), torch::exp(-max_log_d));
-  return induct::nn::batched_matmul(c / (normalizer + 1e-6), v);
 }
 
 class MBlock : public torch::nn::Module {
@@ -141,7 +124,7 @@ class MBlock : public torch::nn::Module {
         induct::nn::linear(vt, w.narrow(1, 2 * inner, inner));  // [B, T, 2 H]
     const auto gates = pre.transpose(1, 2).unsqueeze(-1);       // [B, 2 H, T, 1]
     const auto i_pre = gates.narrow(1, 0, H), f_pre = gates.narrow(1, H, H);
-    auto h = mlstm_parallel(per_head(qt), per_head(kt), per_head(vt), i_pre, f_pre);
+    auto h = induct::nn::mlstm_parallel(per_head(qt), per_head(kt), per_head(vt), i_pre, f_pre);
     h = head_norm(h.transpose(1, 2).reshape({B, T, inner}), H, out_norm);
     h = induct::nn::swiglu(z, torch::addcmul(h, skip, xc));  // (h + skip xc) SiLU(z)
     return input + project(down, h);

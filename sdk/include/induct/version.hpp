@@ -14,6 +14,6 @@
 
 // The version of what the SDK's kernels compute: it changes when one of them rounds or
 // computes differently, not when functions are added. Part of every trial's key.
-#define INDUCT_SDK_NUMERICS_VERSION "0.1.4"
+#define INDUCT_SDK_NUMERICS_VERSION "0.1.5"
 
 #define INDUCT_PLUGIN_API_VERSION 4

@@ -19,19 +19,63 @@ void check(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& 
               "delta_rule: log_decay must be [B, H, T] or undefined");
 }
 
-// (I + N)^{-1} for strictly lower triangular N [..., Q, Q] (nilpotent: N^Q = 0), as
-// (I - N)(I + N^2)(I + N^4)... up to the power that reaches Q: batched products only (LibTorch's
-// batched triangular solve on the CPU is two orders of magnitude slower at these sizes).
-torch::Tensor unit_lower_inverse(const torch::Tensor& n) {
+// (I + N)^{-1} for strictly lower triangular N [..., Q, Q], by the recursive block inverse
+//   [[A, 0], [C, D]]^{-1} = [[A^{-1}, 0], [-D^{-1} C A^{-1}, D^{-1}]]
+// level by level: the diagonal blocks of size 1 (ones), then all those of size 2, 4, ... at once
+// (Q padded with zeros up to a power of two; the padding's rows and columns are the identity's).
+// It multiplies only blocks of the inverse and of N, whose entries stay small in the delta
+// rule (below 2 for unit keys and beta in [0, 2]), unlike the series (I - N)(I + N^2)(I + N^4)...
+// whose powers of N reach 1e10 in float32 with beta near 2 and correlated keys (flash-linear-
+// attention's solve_tril merges its 16 x 16 blocks the same way). Any device: batched products.
+torch::Tensor blocked_unit_lower_inverse(const torch::Tensor& n) {
   const int64_t Q = n.size(-1);
-  auto inverse = torch::eye(Q, n.options()) - n;
-  auto power = n;
-  for (int64_t reach = 2; reach < Q; reach *= 2) {
-    power = batched_matmul(power, power);  // N^reach
-    inverse = inverse + batched_matmul(inverse, power);
+  int64_t P = 1;
+  while (P < Q) P *= 2;
+  const auto lead = n.sizes().slice(0, n.dim() - 2).vec();
+  auto a = n.tril(-1);
+  if (P != Q) a = torch::constant_pad_nd(a, {0, P - Q, 0, P - Q});
+  a = a.reshape({-1, P, P});
+  const int64_t R = a.size(0);
+  auto x = torch::ones({R, P, 1, 1}, n.options());  // [R, blocks, size, size]
+  for (int64_t b = 1; b < P; b *= 2) {
+    const int64_t count = P / (2 * b);  // diagonal blocks of size 2b
+    const auto blocks = a.view({R, count, 2 * b, count, 2 * b})
+                            .diagonal(0, 1, 3)
+                            .permute({0, 3, 1, 2});         // [R, count, 2b, 2b]
+    const auto c = blocks.narrow(2, b, b).narrow(3, 0, b);  // lower-left quarter
+    const auto pairs = x.view({R, count, 2, b, b});
+    const auto upper = pairs.select(2, 0), lower = pairs.select(2, 1);
+    const auto corner = -torch::matmul(torch::matmul(lower, c), upper);
+    x = torch::cat(
+        {torch::cat({upper, torch::zeros_like(upper)}, -1), torch::cat({corner, lower}, -1)}, -2);
   }
-  return inverse;
+  auto inverse = x.view({R, P, P});
+  if (P != Q) inverse = inverse.narrow(1, 0, Q).narrow(2, 0, Q);
+  auto sizes = lead;
+  sizes.push_back(Q);
+  sizes.push_back(Q);
+  return inverse.reshape(sizes);
 }
+
+// The inverse as one autograd node: X = (I + N)^{-1} gives dN = -X^T dX X^T on the strictly
+// lower part (the only entries the inverse reads), two products instead of autograd's walk back
+// through every level.
+class UnitLowerInverse : public torch::autograd::Function<UnitLowerInverse> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& n) {
+    auto x = blocked_unit_lower_inverse(n);
+    ctx->save_for_backward({x});
+    return x;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto xt = x.transpose(-2, -1);
+    return {-torch::matmul(torch::matmul(xt, grads[0]), xt).tril(-1)};
+  }
+};
+
+torch::Tensor unit_lower_inverse(const torch::Tensor& n) { return UnitLowerInverse::apply(n); }
 
 }  // namespace
 
@@ -103,6 +147,28 @@ torch::Tensor delta_rule(const torch::Tensor& q, const torch::Tensor& k, const t
     }
   }
   return torch::cat(out, 2);
+}
+
+torch::Tensor delta_product(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& beta, const torch::Tensor& log_decay,
+                            int64_t householder, int64_t chunk) {
+  const int64_t n = householder;
+  TORCH_CHECK(n >= 1, "delta_product: householder must be at least 1");
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && k.size(2) == q.size(2) * n,
+              "delta_product: k must be [B, H, T n, D_k] for q [B, H, T, D_k]");
+  TORCH_CHECK(!log_decay.defined() || log_decay.sizes() == q.sizes().slice(0, 3),
+              "delta_product: log_decay must be [B, H, T] or undefined");
+  if (n == 1) return delta_rule(q, k, v, beta, log_decay, chunk);
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dk = q.size(3);
+  const auto q_steps = q.unsqueeze(3).expand({B, H, T, n, Dk}).reshape({B, H, T * n, Dk});
+  torch::Tensor decay_steps;  // the decay before each token's first step, none within
+  if (log_decay.defined())
+    decay_steps =
+        torch::cat({log_decay.unsqueeze(-1), torch::zeros({B, H, T, n - 1}, log_decay.options())},
+                   -1)
+            .reshape({B, H, T * n});
+  const auto o = delta_rule(q_steps, k, v, beta, decay_steps, chunk);  // [B, H, T n, D_v]
+  return o.view({B, H, T, n, o.size(-1)}).select(3, n - 1);
 }
 
 }  // namespace induct::nn
