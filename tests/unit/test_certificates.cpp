@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "options_yaml.hpp"
+#include "report/certificates.hpp"
 #include "support.hpp"
 #include "train/cell_setup.hpp"
 #include "train/generalization.hpp"
@@ -32,12 +33,13 @@ BOOST_TEST_GLOBAL_FIXTURE(Process);
 constexpr int kL = 16;    // checked at L and 4L
 constexpr double K = 40;  // saturates a sigmoid or tanh to float32's 1 (e^-20 = 2e-9)
 
-CellData acot_cell(const std::string& task_yaml) {
+CellData cell_of(const std::string& task_yaml, const std::string& format) {
   const auto options = yaml::load_string(task_yaml, "task.yaml");
   const auto name = options.require<std::string>("name");
   auto task = test::plugins().make_task(name, TaskContext{options});
-  return make_cell_data(task, name, test::format("name: acot"), "uniform", kL, {}, 16'000'000);
+  return make_cell_data(task, name, test::format("name: " + format), "uniform", kL, {}, 16'000'000);
 }
+CellData acot_cell(const std::string& task_yaml) { return cell_of(task_yaml, "acot"); }
 
 std::shared_ptr<SequenceModel> build(const std::string& model_yaml, const CellData& cell) {
   auto model = make_model_checked(test::plugins(), yaml::load_string(model_yaml, "model.yaml"),
@@ -62,6 +64,20 @@ torch::Tensor param(SequenceModel& model, const std::string& name) {
 std::vector<LengthMetrics> accuracy(SequenceModel& model, const CellData& cell) {
   torch::NoGradGuard no_grad;
   return evaluate_generalization(model, cell, {kL, 4 * kL}, 256, 1, 64, torch::kCPU);
+}
+
+void require_exact(SequenceModel& model, const CellData& cell, const std::string& what);
+
+// Exact at L and 4L with ACoT (every state a target) and with Outcome (the same inputs, the
+// final state the target); and the report's table of certificates (report/certificates.hpp)
+// names this test case for the model and task.
+void require_exact(SequenceModel& model, const CellData& cell, const std::string& what,
+                   const std::string& model_yaml, const std::string& task_yaml) {
+  const std::string test = boost::unit_test::framework::current_test_case().p_name;
+  BOOST_TEST(certificate_for(YAML::Load(model_yaml), YAML::Load(task_yaml), "acot") == test,
+             what << ": report/certificates.cpp does not name " << test);
+  require_exact(model, cell_of(task_yaml, "outcome"), what + " (outcome)");
+  require_exact(model, cell, what);
 }
 
 void require_exact(SequenceModel& model, const CellData& cell, const std::string& what) {
@@ -115,8 +131,9 @@ void parity_head(torch::Tensor head_weight, int64_t dim, const std::vector<doubl
 // h = tanh(c) = +-0.76 (or 0 before the first 1, read as even); a 0 keeps c (f = 1, i = 0).
 // The embedding of token 1 is e_0, of token 0 zero.
 BOOST_AUTO_TEST_CASE(lstm_parity) {
-  const auto cell = acot_cell("{name: modular, m: 2}");
-  auto model = build("{name: lstm, hidden: 4}", cell);
+  const std::string task = "{name: modular, m: 2}", yaml = "{name: lstm, hidden: 4}";
+  const auto cell = acot_cell(task);
+  auto model = build(yaml, cell);
   const int64_t H = 4;
   {
     torch::NoGradGuard no_grad;
@@ -132,7 +149,7 @@ BOOST_AUTO_TEST_CASE(lstm_parity) {
     param(*model, "head.bias")[3] = -0.38 * 10;  // odd iff h > 0.38
     param(*model, "head.bias")[2] = 0.38 * 10;
   }
-  require_exact(*model, cell, "lstm parity");
+  require_exact(*model, cell, "lstm parity", yaml, task);
   {
     torch::NoGradGuard no_grad;
     param(*model, "lstm.weight_hh_l0")[2 * H][0] = 0;  // g = 1: "a 1 was seen", not parity
@@ -143,8 +160,9 @@ BOOST_AUTO_TEST_CASE(lstm_parity) {
 // GRU (hidden 4) on parity: unit 0 holds +1 (odd) or -1 / 0 (even); a 1 opens the update
 // (z = 0) to n = tanh(K (0.3 - h)) = -sign(h) (+1 at h = 0), a 0 keeps h (z = 1); r = 1.
 BOOST_AUTO_TEST_CASE(gru_parity) {
-  const auto cell = acot_cell("{name: modular, m: 2}");
-  auto model = build("{name: gru, hidden: 4}", cell);
+  const std::string task = "{name: modular, m: 2}", yaml = "{name: gru, hidden: 4}";
+  const auto cell = acot_cell(task);
+  auto model = build(yaml, cell);
   const int64_t H = 4;
   {
     torch::NoGradGuard no_grad;
@@ -158,7 +176,7 @@ BOOST_AUTO_TEST_CASE(gru_parity) {
     param(*model, "head.bias")[3] = -0.5 * 10;  // odd iff h > 0.5
     param(*model, "head.bias")[2] = 0.5 * 10;
   }
-  require_exact(*model, cell, "gru parity");
+  require_exact(*model, cell, "gru parity", yaml, task);
   {
     torch::NoGradGuard no_grad;
     param(*model, "gru.weight_hh_l0")[2 * H][0] = 0;
@@ -175,34 +193,38 @@ BOOST_AUTO_TEST_CASE(gru_parity) {
 // e_0, written to dimension 2; the head compares it with the constant. The control: the same
 // weights with eigenvalues in (0, 1) (beta = sigmoid: 1 on a 1) only ever set s = v.
 BOOST_AUTO_TEST_CASE(deltanet_negative_eigenvalues_parity) {
-  const auto cell = acot_cell("{name: modular, m: 2}");
-  const std::string sizes = "layers: 1, d_model: 4, heads: 1, d_ff: 4, d_conv: 4";
-  for (bool negative : {true, false}) {
-    auto model = build(std::string("{name: deltanet, ") + sizes +
-                           ", negative_eigenvalues: " + (negative ? "true" : "false") + "}",
-                       cell);
-    {
-      torch::NoGradGuard no_grad;
-      auto embed = param(*model, "embed.weight");
-      embed[0][1] = 1;                   // token 0: (0, 1, 0, 0)
-      embed[1][0] = 1, embed[1][1] = 1;  // token 1: (1, 1, 0, 0)
-      param(*model, "blocks.0.norm.weight").fill_(1);
-      auto qkv = param(*model, "blocks.0.qkv.weight");  // [12, 4]: q, k, v rows
-      qkv[0][1] = 1, qkv[4][1] = 1, qkv[8][1] = 1;
-      param(*model, "blocks.0.conv.weight").select(2, 3).fill_(1);  // the current tap
-      auto beta = param(*model, "blocks.0.beta.weight");            // [1, 4]
-      beta[0][0] = 2 * K, beta[0][1] = -K / 2;
-      param(*model, "blocks.0.out_norm.weight").fill_(1);
-      param(*model, "blocks.0.out.weight")[2][0] = 1;
-      param(*model, "blocks.0.mlp_norm.weight").fill_(1);
-      param(*model, "norm.weight").fill_(1);
-      parity_head(param(*model, "head.weight"), 1, {-1.0, 1.0});  // odd iff dim 2 > dim 1
+  const std::string task = "{name: modular, m: 2}";
+  const auto cell = acot_cell(task);
+  // DeltaProduct too (householder 2): its second step's key is 0, a step without effect.
+  for (int64_t n : {1, 2})
+    for (bool negative : {true, false}) {
+      const std::string yaml =
+          "{name: deltanet, layers: 1, d_model: 4, heads: 1, d_ff: 4, d_conv: 4, householder: " +
+          std::to_string(n) + ", negative_eigenvalues: " + (negative ? "true" : "false") + "}";
+      auto model = build(yaml, cell);
+      {
+        torch::NoGradGuard no_grad;
+        auto embed = param(*model, "embed.weight");
+        embed[0][1] = 1;                   // token 0: (0, 1, 0, 0)
+        embed[1][0] = 1, embed[1][1] = 1;  // token 1: (1, 1, 0, 0)
+        param(*model, "blocks.0.norm.weight").fill_(1);
+        auto qkv = param(*model, "blocks.0.qkv.weight");      // [4 (1 + 2 n), 4]: q, k, v rows
+        qkv[0][1] = 1, qkv[4][1] = 1, qkv[4 + 4 * n][1] = 1;  // the first step's k and v
+        param(*model, "blocks.0.conv.weight").select(2, 3).fill_(1);  // the current tap
+        auto beta = param(*model, "blocks.0.beta.weight");            // [n, 4]
+        beta[0][0] = 2 * K, beta[0][1] = -K / 2;
+        param(*model, "blocks.0.out_norm.weight").fill_(1);
+        param(*model, "blocks.0.out.weight")[2][0] = 1;
+        param(*model, "blocks.0.mlp_norm.weight").fill_(1);
+        param(*model, "norm.weight").fill_(1);
+        parity_head(param(*model, "head.weight"), 1, {-1.0, 1.0});  // odd iff dim 2 > dim 1
+      }
+      const std::string what = "deltanet (householder " + std::to_string(n) + ") parity";
+      if (negative)
+        require_exact(*model, cell, what + " with negative eigenvalues", yaml, task);
+      else
+        require_broken(*model, cell, what + " with eigenvalues in (0, 1)");
     }
-    if (negative)
-      require_exact(*model, cell, "deltanet (negative eigenvalues) parity");
-    else
-      require_broken(*model, cell, "deltanet (eigenvalues in (0, 1)) parity");
-  }
 }
 
 namespace {
@@ -316,18 +338,20 @@ BOOST_AUTO_TEST_CASE(deltaproduct_negative_eigenvalues_s3) {
       "negative_eigenvalues: true}";
   auto model = build(yaml, cell);
   set(*model, false);
-  require_exact(*model, cell, "deltaproduct (householder 2, negative eigenvalues) S_3");
+  require_exact(*model, cell, "deltaproduct (householder 2, negative eigenvalues) S_3", yaml,
+                "{name: permutation, m: 3}");
   auto broken = build(yaml, cell);
   set(*broken, true);
   require_broken(*broken, cell, "deltaproduct S_3 with each token's steps swapped");
 }
 
-// dense_ssm, full form, on S_3 and Z_5: A(token a) = the action's matrix (the permutation
-// matrix P_a, or the rotation by 2 pi a / 5), h_0 a vector whose images are all different
-// ((1, 2, 3) normalised, or e_0), the embedding one-hot; the head's row for state s is the image
-// of h_0 under the state's matrix (all images have the same norm: the largest product is the
-// true state's). The control: two actions' matrices swapped.
-BOOST_AUTO_TEST_CASE(dense_ssm_full_s3_and_z5) {
+// dense_ssm, full form, on S_3 and Z_m (m = 2, 3, 5): A(token a) = the action's matrix (the
+// permutation matrix P_a, or the rotation by 2 pi a / m), h_0 a vector whose images are all
+// different ((1, 2, 3) normalised, or e_0), the embedding one-hot; the head's row for state s is
+// the image of h_0 under the state's matrix (all images have the same norm: the largest product
+// is the true state's). The control: action 1's matrix the identity (swapping two actions would
+// not do: on Z_2 at an even length the parity of the 0s is that of the 1s).
+BOOST_AUTO_TEST_CASE(dense_ssm_full_s3_and_z_m) {
   const auto perms = s3();
   struct Group {
     std::string task;
@@ -336,31 +360,32 @@ BOOST_AUTO_TEST_CASE(dense_ssm_full_s3_and_z5) {
     torch::Tensor h0;
   };
   const double pi = std::acos(-1.0);
-  const std::vector<Group> groups = {
-      {"{name: permutation, m: 3}", 6, 3, [&](int64_t a) { return matrix(perms[a]); },
-       torch::tensor({1.0, 2.0, 3.0}, torch::kDouble) / std::sqrt(14.0)},
-      {"{name: modular, m: 5}", 5, 2,
-       [&](int64_t a) {
-         const double angle = 2 * pi * static_cast<double>(a) / 5;
-         return torch::tensor({std::cos(angle), -std::sin(angle), std::sin(angle), std::cos(angle)},
-                              torch::kDouble)
-             .view({2, 2});
-       },
-       torch::tensor({1.0, 0.0}, torch::kDouble)}};
+  std::vector<Group> groups = {{"{name: permutation, m: 3}", 6, 3,
+                                [&](int64_t a) { return matrix(perms[a]); },
+                                torch::tensor({1.0, 2.0, 3.0}, torch::kDouble) / std::sqrt(14.0)}};
+  for (int64_t m : {2, 3, 5})
+    groups.push_back({"{name: modular, m: " + std::to_string(m) + "}", m, 2,
+                      [m, pi](int64_t a) {
+                        const double angle = 2 * pi * static_cast<double>(a) / m;
+                        return torch::tensor({std::cos(angle), -std::sin(angle), std::sin(angle),
+                                              std::cos(angle)},
+                                             torch::kDouble)
+                            .view({2, 2});
+                      },
+                      torch::tensor({1.0, 0.0}, torch::kDouble)});
   for (const auto& g : groups) {
     const auto cell = acot_cell(g.task);
     const int64_t V = cell.vocab.size(), H = g.hidden;
-    for (bool swapped : {false, true}) {
-      auto model = build(
-          "{name: dense_ssm, hidden: " + std::to_string(H) + ", embed: " + std::to_string(V) + "}",
-          cell);
+    const std::string yaml =
+        "{name: dense_ssm, hidden: " + std::to_string(H) + ", embed: " + std::to_string(V) + "}";
+    for (bool broken : {false, true}) {
+      auto model = build(yaml, cell);
       {
         torch::NoGradGuard no_grad;
         param(*model, "embed.weight").copy_(torch::eye(V));
         auto W = param(*model, "W");  // [H, H, E]
         for (int64_t a = 0; a < g.actions; ++a) {
-          const int64_t use = swapped && a < 2 ? 1 - a : a;
-          W.select(2, a).copy_(g.element(use));
+          W.select(2, a).copy_(g.element(broken && a == 1 ? 0 : a));
         }
         param(*model, "h0").copy_(g.h0);
         auto head = param(*model, "head.weight");  // [V, H]
@@ -369,10 +394,10 @@ BOOST_AUTO_TEST_CASE(dense_ssm_full_s3_and_z5) {
         param(*model, "head.bias").fill_(-100);
         param(*model, "head.bias").narrow(0, g.actions, g.actions).fill_(0);
       }
-      if (swapped)
-        require_broken(*model, cell, "dense_ssm with two actions swapped on " + g.task);
+      if (broken)
+        require_broken(*model, cell, "dense_ssm with action 1 doing nothing on " + g.task);
       else
-        require_exact(*model, cell, "dense_ssm (full) on " + g.task);
+        require_exact(*model, cell, "dense_ssm (full) on " + g.task, yaml, g.task);
     }
   }
 }
@@ -386,9 +411,11 @@ BOOST_AUTO_TEST_CASE(dense_ssm_full_s3_and_z5) {
 // (1, -1, -1/2, 1/2) of the final LayerNorm. Embeddings are small (0.1) so that the residual
 // stream is the cell's normalised output; x is read after the block's LayerNorm.
 BOOST_AUTO_TEST_CASE(slstm_parity) {
-  const auto cell = acot_cell("{name: modular, m: 2}");
+  const std::string task = "{name: modular, m: 2}",
+                    yaml = "{name: xlstm, blocks: s, d_model: 4, heads: 1, d_ff: 4, d_conv: 4}";
+  const auto cell = acot_cell(task);
   for (bool broken : {false, true}) {
-    auto model = build("{name: xlstm, blocks: s, d_model: 4, heads: 1, d_ff: 4, d_conv: 4}", cell);
+    auto model = build(yaml, cell);
     {
       torch::NoGradGuard no_grad;
       auto embed = param(*model, "embed.weight");
@@ -418,6 +445,29 @@ BOOST_AUTO_TEST_CASE(slstm_parity) {
     if (broken)
       require_broken(*model, cell, "slstm parity without the AND's recurrence");
     else
-      require_exact(*model, cell, "slstm parity");
+      require_exact(*model, cell, "slstm parity", yaml, task);
   }
+}
+
+// The report's table claims no more than the tests show: no certificate without the options a
+// construction needs, for another task or m, or for CoT (whose inputs include states and SEP).
+BOOST_AUTO_TEST_CASE(the_report_claims_certificates_only_where_they_hold) {
+  const auto none = [](const std::string& model, const std::string& task,
+                       const std::string& format) {
+    return certificate_for(YAML::Load(model), YAML::Load(task), format).empty();
+  };
+  BOOST_TEST(none("{name: deltanet}", "{name: modular, m: 2}", "outcome"));
+  BOOST_TEST(none("{name: deltanet, negative_eigenvalues: true, gate: true}",
+                  "{name: modular, m: 2}", "outcome"));
+  BOOST_TEST(
+      none("{name: deltanet, negative_eigenvalues: true}", "{name: permutation, m: 3}", "outcome"));
+  BOOST_TEST(none("{name: lstm, layers: 2}", "{name: modular, m: 2}", "outcome"));
+  BOOST_TEST(none("{name: lstm}", "{name: modular, m: 3}", "outcome"));
+  BOOST_TEST(none("{name: lstm}", "{name: modular, m: 2}", "cot"));
+  BOOST_TEST(none("{name: dense_ssm, block: 1}", "{name: permutation, m: 3}", "acot"));
+  BOOST_TEST(none("{name: xlstm, blocks: mm}", "{name: modular, m: 2}", "acot"));
+  BOOST_TEST(none("{name: mamba}", "{name: modular, m: 2}", "acot"));
+  BOOST_TEST(!none("{name: xlstm}", "{name: modular, m: 2}", "outcome"));
+  BOOST_TEST(!none("{name: deltanet, householder: 2, negative_eigenvalues: true}",
+                   "{name: permutation, m: 3}", "outcome"));
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "options_yaml.hpp"
+#include "report/certificates.hpp"
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
@@ -181,7 +182,7 @@ void LengthGenStudy::report(ReportContext& report) const {
   models.header = {
       "model", "format",        "task",   "distribution",   "L",
       "N",     "configuration", "status", "final val loss", "final-state acc (validation)"};
-  size_t unlearned = 0, none_counted = 0;
+  size_t unlearned = 0, none_counted = 0, representable = 0;
   const std::string threshold = format_number(report.min_accuracy, 3);
   Table curves;
   curves.header = {"model",
@@ -253,14 +254,20 @@ void LengthGenStudy::report(ReportContext& report) const {
       }
     }
     const ColumnKey column{rank_of(kDistributionOrder, distribution), L, distribution};
+    // Not learned although a certificate says the model can represent the task.
+    const bool can =
+        !learned &&
+        !certificate_for(cell["model"], cell["task"], format_label(cell["format"])).empty();
+    representable += can;
+    const std::string can_mark = can ? " (" + kRepresentableMark + ")" : "";
     if (!counted.any()) {  // no model to summarise: no curve, a dash in the table
-      lengthgen.cells[row][column] = "–";
+      lengthgen.cells[row][column] = "–" + can_mark;
       continue;
     }
     for (const auto& [length, values] : normalized_at) {
       s.points.push_back({static_cast<double>(length) / L, mean_of_finite(values)});
       if (length == report_length)
-        lengthgen.cells[row][column] = format_spread(values) + (learned ? "" : "*");
+        lengthgen.cells[row][column] = format_spread(values) + (learned ? "" : "*") + can_mark;
     }
     f.series.push_back(s);
   }
@@ -280,7 +287,7 @@ void LengthGenStudy::report(ReportContext& report) const {
                        threshold + " (report.min_accuracy) is left out of the mean" +
                        (none_counted ? std::string(" (–: none reaches it)") : std::string())
                  : std::string()) +
-            ".",
+            (representable ? "; " + kRepresentableLegend : std::string()) + ".",
         lengthgen.table());
     report.write_table(
         "lengthgen_models", "The models length generalization analysed",

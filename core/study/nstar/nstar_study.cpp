@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "options_yaml.hpp"
+#include "report/certificates.hpp"
 #include "report/context.hpp"
 #include "report/not_learned.hpp"
 #include "report/nstar_marks.hpp"
@@ -96,7 +97,8 @@ void NstarStudy::report(ReportContext& report) const {
     std::map<int, double> ceiling;         // L -> N_max
   };
   std::map<std::tuple<int, int, int, std::string, std::string, std::string>, NstarPlot> nstar_plots;
-  bool reasons = false;  // some not-learned cell says why
+  bool reasons = false;        // some not-learned cell says why
+  bool representable = false;  // some not-learned cell's model can represent its task
   const TrialsByCell trials = trials_by_cell(report.trials);
   for (const StoredOutcome* o : report.latest("nstar")) {
     const YAML::Node cell = o->value["cell"];
@@ -112,6 +114,11 @@ void NstarStudy::report(ReportContext& report) const {
         shown += " (" + mark + ")";
         reasons = true;
       }
+    }
+    if (!learned &&
+        !certificate_for(cell["model"], cell["task"], format_label(cell["format"])).empty()) {
+      shown += " (" + kRepresentableMark + ")";
+      representable = true;
     }
     shown += report.compared(
         o->label, "nstar", cell["task"], cell["model"], format_label(cell["format"]), distribution,
@@ -136,6 +143,7 @@ void NstarStudy::report(ReportContext& report) const {
   if (!nstar.cells.empty())
     report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
                        kNstarLegend + ".\n\n" + (reasons ? kNotLearnedLegend + ".\n\n" : "") +
+                           (representable ? kRepresentableLegend + ".\n\n" : "") +
                            reference_legend(report) + report.settings_note("nstar"),
                        nstar.table());
 
