@@ -28,9 +28,15 @@ struct Certificate {
 
 const std::vector<Certificate>& certificates() {
   static const std::vector<Certificate> all = {
-      {"lstm", "modular", {2}, [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
+      {"lstm",
+       "modular",
+       {2},
+       [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
        "lstm_parity"},
-      {"gru", "modular", {2}, [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
+      {"gru",
+       "modular",
+       {2},
+       [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
        "gru_parity"},
       {"deltanet",
        "modular",
@@ -44,7 +50,15 @@ const std::vector<Certificate>& certificates() {
          return flag(o, "negative_eigenvalues") && !flag(o, "gate") &&
                 number(o, "householder", 1) >= 2;
        },
-       "deltaproduct_negative_eigenvalues_s3"},
+       "deltaproduct_negative_eigenvalues_s3_and_z3"},
+      {"deltanet",
+       "modular",
+       {3},
+       [](const YAML::Node& o) {
+         return flag(o, "negative_eigenvalues") && !flag(o, "gate") &&
+                number(o, "householder", 1) >= 2;
+       },
+       "deltaproduct_negative_eigenvalues_s3_and_z3"},
       {"dense_ssm",
        "modular",
        {2, 3, 5},
@@ -55,10 +69,10 @@ const std::vector<Certificate>& certificates() {
        {3},
        [](const YAML::Node& o) { return number(o, "rank", 0) == 0 && number(o, "block", 0) == 0; },
        "dense_ssm_full_s3_and_z_m"},
-      {"xlstm", "modular", {2},
-       [](const YAML::Node& o) {
-         return text(o, "blocks", "msms").find('s') != std::string::npos;
-       },
+      {"xlstm",
+       "modular",
+       {2},
+       [](const YAML::Node& o) { return text(o, "blocks", "msms").find('s') != std::string::npos; },
        "slstm_parity"},
   };
   return all;

@@ -247,21 +247,13 @@ torch::Tensor matrix(const std::array<int, 3>& p) {
 
 }  // namespace
 
-// DeltaProduct (householder 2, negative eigenvalues; one layer, d_model 10, one head) on S_3.
-// Every permutation of three elements is a product of at most two transpositions, and the
-// transposition (p r) is the reflection I - 2 k k^T with k = (e_p - e_r) / sqrt 2: a Householder
-// step with beta = 2. The token's two steps carry its transpositions (k = 0 where it needs
-// fewer: no effect), and v = -c k makes the state S = c (P - I) for the permutation P of the
-// word so far (S <- (I - 2 k k^T) S - 2 c k k^T), from S = 0. The output (P^T - I) q, q with
-// distinct entries, is a different direction for every permutation (0 for the identity), written
-// to residual dimensions 7-9 after the output norm; the head picks the nearest. Residual
-// dimensions: 0-5 the action, 6 a constant 1. k and v get their signs through SiLU's negative
-// branch (pre-activations solved for |SiLU| = 0.2689 and 0.3 / sqrt 2). The control: the two
-// steps of every token swapped (P_a^T where P_a is needed: wrong for the 3-cycles).
-BOOST_AUTO_TEST_CASE(deltaproduct_negative_eigenvalues_s3) {
-  const auto cell = acot_cell("{name: permutation, m: 3}");
-  const auto perms = s3();
-  const int64_t D = 10, n = 2, A = 6;
+namespace {
+
+// The construction above for a group of permutations of three elements in the task's
+// numbering (perms[a]: action a; the identity first, the initial state).
+void check_deltaproduct(const std::string& task, const std::vector<std::array<int, 3>>& perms) {
+  const auto cell = acot_cell(task);
+  const int64_t D = 10, n = 2, A = static_cast<int64_t>(perms.size());
   // Each action's two transpositions (pairs; {-1, -1}: none), found by search: R2 R1 = P_a.
   const int pairs[4][2] = {{-1, -1}, {0, 1}, {1, 2}, {0, 2}};
   const auto reflection = [&](int t) {
@@ -338,11 +330,33 @@ BOOST_AUTO_TEST_CASE(deltaproduct_negative_eigenvalues_s3) {
       "negative_eigenvalues: true}";
   auto model = build(yaml, cell);
   set(*model, false);
-  require_exact(*model, cell, "deltaproduct (householder 2, negative eigenvalues) S_3", yaml,
-                "{name: permutation, m: 3}");
+  require_exact(*model, cell, "deltaproduct (householder 2, negative eigenvalues) on " + task, yaml,
+                task);
   auto broken = build(yaml, cell);
   set(*broken, true);
-  require_broken(*broken, cell, "deltaproduct S_3 with each token's steps swapped");
+  require_broken(*broken, cell, "deltaproduct with each token's steps swapped on " + task);
+}
+
+}  // namespace
+
+// DeltaProduct (householder 2, negative eigenvalues; one layer, d_model 10, one head) on S_3 and
+// on Z_3 (the cyclic shifts of three elements, each a product of two transpositions). Every
+// permutation of three elements is a product of at most two transpositions, and the
+// transposition (p r) is the reflection I - 2 k k^T with k = (e_p - e_r) / sqrt 2: a Householder
+// step with beta = 2. The token's two steps carry its transpositions (k = 0 where it needs
+// fewer: no effect), and v = -c k makes the state S = c (P - I) for the permutation P of the
+// word so far (S <- (I - 2 k k^T) S - 2 c k k^T), from S = 0. The output (P^T - I) q, q with
+// distinct entries, is a different direction for every permutation (0 for the identity), written
+// to residual dimensions 7-9 after the output norm; the head picks the nearest. Residual
+// dimensions: 0-5 the action, 6 a constant 1. k and v get their signs through SiLU's negative
+// branch (pre-activations solved for |SiLU| = 0.2689 and 0.3 / sqrt 2). The control: the two
+// steps of every token swapped (P_a^T where P_a is needed: wrong for the 3-cycles).
+BOOST_AUTO_TEST_CASE(deltaproduct_negative_eigenvalues_s3_and_z3) {
+  std::vector<std::array<int, 3>> shifts;  // Z_3: action a adds a, the shift i -> i + a mod 3
+  for (int a = 0; a < 3; ++a) shifts.push_back({a, (1 + a) % 3, (2 + a) % 3});
+  const std::vector<std::pair<std::string, std::vector<std::array<int, 3>>>> groups = {
+      {"{name: permutation, m: 3}", s3()}, {"{name: modular, m: 3}", shifts}};
+  for (const auto& [task, perms] : groups) check_deltaproduct(task, perms);
 }
 
 // dense_ssm, full form, on S_3 and Z_m (m = 2, 3, 5): A(token a) = the action's matrix (the
