@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -601,25 +602,92 @@ void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
   source.overrides[path] = description;
 }
 
-// yaml-cpp 0.7 allocates without bound on a document whose first token is ',' (",", ", a",
-// ",}", "# c\n, 1}": a 24 GB process, then the kernel's kill); no YAML document starts so, so it
-// is refused before the parser sees it, naming the line and column.
+// yaml-cpp 0.7 allocates without bound (a 24 GB process, then the kernel's kill) on a ',' where
+// no YAML document can have one: as the document's first token, after any anchor or tag (",",
+// ", a", ",}", "# c\n, 1}", "---\n,", "&a ,"), and starting a line, outside [...] and {...},
+// less indented than the document's first line or after a comment ("  a: 1\n, b",
+// "  - a\n , b", "a\n#\n,"), and after a
+// flow collection or a quoted value outside any flow collection ("[1], 2", "{a: 1}\n, b",
+// "\"a\", b"): test_fuzz found the last two kinds. All are refused before the parser sees them,
+// naming the line and column.
+// Quoted scalars and comments are skipped; a document marker (--- or ...) starts a new document.
 void refuse_leading_comma(const std::string& text, const std::string& name, bool positions = true) {
-  int line = 1, column = 1;
-  for (size_t i = 0; i < text.size(); ++i, ++column) {
+  const auto refuse = [&](int line, size_t column, const std::string& what) {
+    throw ConfigError(
+        name +
+        (positions ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) +
+        ": YAML syntax error: " + what);
+  };
+  int line = 1, depth = 0;  // depth: of [...] and {...}
+  size_t line_start = 0;
+  long root = -1;  // the indentation of the document's first line, -1 before it
+  // first: no node of the document yet; closed: the last token closed a flow collection or a
+  // quoted scalar at depth 0 (a ',' may not follow it there).
+  // commented: a comment since the last token (it ends a plain scalar: no line after it can
+  // continue one).
+  bool at_line_start = true, first = true, closed = false, commented = false;
+  for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\n') {
       ++line;
-      column = 0;
-    } else if (c == '#') {
+      line_start = i + 1;
+      at_line_start = true;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') continue;
+    const size_t column = i - line_start + 1;
+    const char before = i > line_start ? text[i - 1] : ' ';
+    if (c == '#' && (before == ' ' || before == '\t')) {  // a comment, to the end of the line
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-    } else if (c != ' ' && c != '\t' && c != '\r') {
-      if (c == ',')
-        throw ConfigError(name +
-                          (positions ? ":" + std::to_string(line) + ":" + std::to_string(column)
-                                     : std::string()) +
-                          ": YAML syntax error: a document cannot start with ','");
-      return;
+      commented = true;
+      continue;
+    }
+    if (at_line_start) {
+      at_line_start = false;
+      if (column == 1 && (text.compare(i, 3, "---") == 0 || text.compare(i, 3, "...") == 0)) {
+        root = -1;  // a document marker: a new document
+        first = true;
+        closed = false;
+        i += 2;
+        continue;
+      }
+      if (c == ',' && !first && depth == 0 && (static_cast<long>(column) - 1 < root || commented))
+        refuse(line, column, "a line outside [...] and {...} cannot start with ','");
+      if (root < 0) root = static_cast<long>(column) - 1;
+    }
+    if (c == ',' && first) refuse(line, column, "a document cannot start with ','");
+    if (c == ',' && closed)
+      refuse(line, column, "',' after a [...], {...} or quoted value outside [...] and {...}");
+    closed = commented = false;
+    if (first && (c == '&' || c == '!')) {  // an anchor or a tag: the node is still to come
+      while (i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    first = false;
+    // Indicators start a token only after a blank or another indicator (a[1] and don't are plain
+    // scalars); inside a flow collection brackets always count.
+    const bool token_start = std::strchr(" \t[{,:-?", before) != nullptr;
+    if ((c == '[' || c == '{') && (depth > 0 || token_start)) {
+      ++depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      closed = --depth == 0;
+    } else if ((c == '"' || c == '\'') && token_start) {
+      // A quoted scalar: to its end.
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '\n') {
+          ++line;
+          line_start = i + 1;
+        } else if (c == '"' && text[i] == '\\') {
+          ++i;
+        } else if (text[i] == c) {
+          if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+            ++i;  // '' inside single quotes
+            continue;
+          }
+          break;
+        }
+      }
+      closed = depth == 0;
     }
   }
 }
