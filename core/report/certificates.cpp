@@ -17,6 +17,21 @@ bool flag(const YAML::Node& section, const char* key) {
   return section[key] && section[key].as<bool>();
 }
 
+// The options a construction needs (sizes aside).
+bool one_layer(const YAML::Node& o) { return number(o, "layers", 1) == 1; }
+bool negative_eigenvalues(const YAML::Node& o) {
+  return flag(o, "negative_eigenvalues") && !flag(o, "gate");
+}
+bool deltaproduct(const YAML::Node& o) {
+  return negative_eigenvalues(o) && number(o, "householder", 1) >= 2;
+}
+bool full_form(const YAML::Node& o) {
+  return number(o, "rank", 0) == 0 && number(o, "block", 0) == 0;
+}
+bool has_slstm(const YAML::Node& o) {
+  return text(o, "blocks", "msms").find('s') != std::string::npos;
+}
+
 // One construction: the model it is for (the options it needs; sizes at least the test's, the
 // rest of a larger model's weights zero), the task, and the test case that checks it.
 struct Certificate {
@@ -28,52 +43,14 @@ struct Certificate {
 
 const std::vector<Certificate>& certificates() {
   static const std::vector<Certificate> all = {
-      {"lstm",
-       "modular",
-       {2},
-       [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
-       "lstm_parity"},
-      {"gru",
-       "modular",
-       {2},
-       [](const YAML::Node& o) { return number(o, "layers", 1) == 1; },
-       "gru_parity"},
-      {"deltanet",
-       "modular",
-       {2},
-       [](const YAML::Node& o) { return flag(o, "negative_eigenvalues") && !flag(o, "gate"); },
-       "deltanet_negative_eigenvalues_parity"},
-      {"deltanet",
-       "permutation",
-       {3},
-       [](const YAML::Node& o) {
-         return flag(o, "negative_eigenvalues") && !flag(o, "gate") &&
-                number(o, "householder", 1) >= 2;
-       },
-       "deltaproduct_negative_eigenvalues_s3_and_z3"},
-      {"deltanet",
-       "modular",
-       {3},
-       [](const YAML::Node& o) {
-         return flag(o, "negative_eigenvalues") && !flag(o, "gate") &&
-                number(o, "householder", 1) >= 2;
-       },
-       "deltaproduct_negative_eigenvalues_s3_and_z3"},
-      {"dense_ssm",
-       "modular",
-       {2, 3, 5},
-       [](const YAML::Node& o) { return number(o, "rank", 0) == 0 && number(o, "block", 0) == 0; },
-       "dense_ssm_full_s3_and_z_m"},
-      {"dense_ssm",
-       "permutation",
-       {3},
-       [](const YAML::Node& o) { return number(o, "rank", 0) == 0 && number(o, "block", 0) == 0; },
-       "dense_ssm_full_s3_and_z_m"},
-      {"xlstm",
-       "modular",
-       {2},
-       [](const YAML::Node& o) { return text(o, "blocks", "msms").find('s') != std::string::npos; },
-       "slstm_parity"},
+      {"lstm", "modular", {2}, one_layer, "lstm_parity"},
+      {"gru", "modular", {2}, one_layer, "gru_parity"},
+      {"deltanet", "modular", {2}, negative_eigenvalues, "deltanet_negative_eigenvalues_parity"},
+      {"deltanet", "permutation", {3}, deltaproduct, "deltaproduct_negative_eigenvalues_s3_and_z3"},
+      {"deltanet", "modular", {3}, deltaproduct, "deltaproduct_negative_eigenvalues_s3_and_z3"},
+      {"dense_ssm", "modular", {2, 3, 5}, full_form, "dense_ssm_full_s3_and_z_m"},
+      {"dense_ssm", "permutation", {3}, full_form, "dense_ssm_full_s3_and_z_m"},
+      {"xlstm", "modular", {2}, has_slstm, "slstm_parity"},
   };
   return all;
 }
