@@ -1,6 +1,9 @@
 #include "induct/options.hpp"
 
+#include <yaml-cpp/anchor.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -24,6 +27,23 @@
 
 namespace induct {
 
+namespace {
+std::string one_line(const std::string& message) {
+  std::string out;
+  for (const char c : message) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else
+      out += c;
+  }
+  return out;
+}
+}  // namespace
+
+ConfigError::ConfigError(const std::string& message) : std::runtime_error(one_line(message)) {}
+ConfigError::ConfigError(const char* message) : ConfigError(std::string(message)) {}
 ConfigError::~ConfigError() = default;
 
 namespace {
@@ -139,6 +159,29 @@ struct Options::Impl {
 
 namespace {
 
+// A value from the document as a message quotes it: on one line (a newline as \n, other
+// control bytes as \xNN) and at most 60 characters.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == 60) {
+      out += "...";
+      break;
+    }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "'";
+}
+
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
@@ -146,7 +189,7 @@ std::string describe(const YAML::Node& node) {
     case YAML::NodeType::Sequence:
       return "a list";
     case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
+      return quoted(node.Scalar());
     default:
       return "nothing";
   }
@@ -602,94 +645,53 @@ void assign(YAML::Node& root, const std::string& path, const YAML::Node& value,
   source.overrides[path] = description;
 }
 
-// yaml-cpp 0.7 allocates without bound (a 24 GB process, then the kernel's kill) on a ',' where
-// no YAML document can have one: as the document's first token, after any anchor or tag (",",
-// ", a", ",}", "# c\n, 1}", "---\n,", "&a ,"), and starting a line, outside [...] and {...},
-// less indented than the document's first line or after a comment ("  a: 1\n, b",
-// "  - a\n , b", "a\n#\n,"), and after a
-// flow collection or a quoted value outside any flow collection ("[1], 2", "{a: 1}\n, b",
-// "\"a\", b"): test_fuzz found the last two kinds. All are refused before the parser sees them,
-// naming the line and column.
-// Quoted scalars and comments are skipped; a document marker (--- or ...) starts a new document.
-void refuse_leading_comma(const std::string& text, const std::string& name, bool positions = true) {
-  const auto refuse = [&](int line, size_t column, const std::string& what) {
-    throw ConfigError(
-        name +
-        (positions ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) +
-        ": YAML syntax error: " + what);
-  };
-  int line = 1, depth = 0;  // depth: of [...] and {...}
-  size_t line_start = 0;
-  long root = -1;  // the indentation of the document's first line, -1 before it
-  // first: no node of the document yet; closed: the last token closed a flow collection or a
-  // quoted scalar at depth 0 (a ',' may not follow it there).
-  // commented: a comment since the last token (it ends a plain scalar: no line after it can
-  // continue one).
-  bool at_line_start = true, first = true, closed = false, commented = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = i + 1;
-      at_line_start = true;
-      continue;
-    }
-    if (c == ' ' || c == '\t' || c == '\r') continue;
-    const size_t column = i - line_start + 1;
-    const char before = i > line_start ? text[i - 1] : ' ';
-    if (c == '#' && (before == ' ' || before == '\t')) {  // a comment, to the end of the line
-      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-      commented = true;
-      continue;
-    }
-    if (at_line_start) {
-      at_line_start = false;
-      if (column == 1 && (text.compare(i, 3, "---") == 0 || text.compare(i, 3, "...") == 0)) {
-        root = -1;  // a document marker: a new document
-        first = true;
-        closed = false;
-        i += 2;
-        continue;
-      }
-      if (c == ',' && !first && depth == 0 && (static_cast<long>(column) - 1 < root || commented))
-        refuse(line, column, "a line outside [...] and {...} cannot start with ','");
-      if (root < 0) root = static_cast<long>(column) - 1;
-    }
-    if (c == ',' && first) refuse(line, column, "a document cannot start with ','");
-    if (c == ',' && closed)
-      refuse(line, column, "',' after a [...], {...} or quoted value outside [...] and {...}");
-    closed = commented = false;
-    if (first && (c == '&' || c == '!')) {  // an anchor or a tag: the node is still to come
-      while (i + 1 < text.size() && text[i + 1] != ' ' && text[i + 1] != '\n') ++i;
-      continue;
-    }
-    first = false;
-    // Indicators start a token only after a blank or another indicator (a[1] and don't are plain
-    // scalars); inside a flow collection brackets always count.
-    const bool token_start = std::strchr(" \t[{,:-?", before) != nullptr;
-    if ((c == '[' || c == '{') && (depth > 0 || token_start)) {
-      ++depth;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      closed = --depth == 0;
-    } else if ((c == '"' || c == '\'') && token_start) {
-      // A quoted scalar: to its end.
-      for (++i; i < text.size(); ++i) {
-        if (text[i] == '\n') {
-          ++line;
-          line_start = i + 1;
-        } else if (c == '"' && text[i] == '\\') {
-          ++i;
-        } else if (text[i] == c) {
-          if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
-            ++i;  // '' inside single quotes
-            continue;
-          }
-          break;
-        }
-      }
-      closed = depth == 0;
+// Parses at most one document, bounded. yaml-cpp 0.7's LoadAll loops without end, adding a null
+// document each time (a 24 GB process, then the kernel's kill), on a token no node can start
+// with outside [...] and {...} (",", "---\n,", "&a ,", "[1], 2", "  a: 1\n, b"): its parser
+// leaves the token unread and starts the next document on it again. Here the documents are
+// counted by their start marks (three at most): a document that starts where the one before
+// it started is that token, refused with its line and column, and a second document is
+// refused as such. Only then is the first document built (YAML::Load reads one document).
+YAML::Node parse_document(const std::string& text, const std::string& name, bool positions = true) {
+  struct Starts : YAML::EventHandler {
+    std::vector<YAML::Mark> marks;
+    void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  } starts;
+  {
+    std::stringstream stream(text);
+    YAML::Parser parser(stream);
+    while (starts.marks.size() < 3 && parser.HandleNextDocument(starts)) {
     }
   }
+  const auto where = [&](const YAML::Mark& mark) {
+    return positions ? format_mark(name, mark) : name;
+  };
+  for (size_t i = 1; i < starts.marks.size(); ++i) {
+    const YAML::Mark& mark = starts.marks[i];
+    if (mark.pos != starts.marks[i - 1].pos) continue;
+    const char c = mark.pos >= 0 && static_cast<size_t>(mark.pos) < text.size()
+                       ? text[static_cast<size_t>(mark.pos)]
+                       : '?';
+    throw ConfigError(where(mark) + ": YAML syntax error: " +
+                      (c == ','
+                           ? std::string("',' outside [...] and {...}, where it separates nothing")
+                           : "unexpected '" + std::string(1, c) + "'"));
+  }
+  if (starts.marks.size() > 1)
+    throw ConfigError(where(starts.marks[1]) +
+                      ": a second YAML document (after '---'); a study file holds one");
+  return YAML::Load(text);
 }
 
 // The length of the valid UTF-8 sequence at text[i] (0: none: a stray continuation byte, an
@@ -765,10 +767,9 @@ void apply_override(YAML::Node& root, const std::string& text, Source& source) {
                       ": no value after '=' (to use the default, leave the "
                       "--set out)");
   refuse_invalid_utf8(text, "--set " + escape_invalid_utf8(text), false);
-  refuse_leading_comma(given, "--set " + text, false);
   YAML::Node value;
   try {
-    value = YAML::Load(given);
+    value = parse_document(given, "--set " + text, false);
   } catch (const YAML::DeepRecursion& e) {
     throw ConfigError("--set " + text + ": the value is nested more than " +
                       std::to_string(e.depth()) + " levels deep");
@@ -788,15 +789,11 @@ Options make(YAML::Node root, std::shared_ptr<Source> source) {
   return Options(impl);
 }
 
-Options load(const std::function<std::vector<YAML::Node>()>& parse, const std::string& name,
+Options load(const std::string& text, const std::string& name,
              const std::vector<std::string>& overrides, const std::string& folder = "") {
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents = parse();
-    if (documents.size() > 1)
-      throw ConfigError(format_mark(name, documents[1].Mark()) +
-                        ": a second YAML document (after '---'); a study file holds one");
-    if (!documents.empty()) root = documents.front();
+    root = parse_document(text, name);
   } catch (const YAML::BadFile&) {
     throw ConfigError(name + ": cannot read the file");
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's message for it is "bad file"
@@ -837,10 +834,9 @@ Options load_file(const std::string& path, const std::vector<std::string>& overr
   text << in.rdbuf();
   if (!in.is_open()) throw ConfigError(path + ": cannot read the file");
   refuse_invalid_utf8(text.str(), path);
-  refuse_leading_comma(text.str(), path);
   std::error_code absolute_error;
   const auto absolute = std::filesystem::absolute(path, absolute_error);
-  return load([&] { return YAML::LoadAll(text.str()); }, path, overrides,
+  return load(text.str(), path, overrides,
               absolute_error ? "" : absolute.parent_path().lexically_normal().string());
 }
 
@@ -851,8 +847,7 @@ Options load_string(const std::string& text, const std::string& name,
                       " bytes; a study file holds at most " + std::to_string(kMaxDocumentBytes) +
                       " bytes");
   refuse_invalid_utf8(text, name);
-  refuse_leading_comma(text, name);
-  return load([&] { return YAML::LoadAll(text); }, name, overrides);
+  return load(text, name, overrides);
 }
 
 Options derive(const Options& base, const std::vector<Assignment>& assignments,

@@ -106,7 +106,7 @@ BOOST_AUTO_TEST_CASE(impossible_values_name_key_and_line) {
                "sharing: {lengths: [2, 3, 2]}\n");
   BOOST_TEST(twice.find("sharing.lengths: L = 2 is listed twice") != std::string::npos, twice);
   std::string second = error_of(std::string(kStudy) + "---\nstudy: nstar\n");
-  BOOST_TEST(second.find("study.yaml:16:1: a second YAML document") != std::string::npos, second);
+  BOOST_TEST(second.find("study.yaml:15:1: a second YAML document") != std::string::npos, second);
   std::string level =
       error_of(replace(kStudy, "seeds: [1, 2]", "stall_window: 100\n  plateau_level: training"));
   BOOST_TEST(level.find("training.plateau_level: must be task") != std::string::npos, level);
@@ -428,48 +428,48 @@ BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8_are_refused_where_they_are) {
                       std::string(kStudy)) == "");
 }
 
-// yaml-cpp allocates without bound on a document that starts with ',' (after any document
-// marker, anchor or tag) and on a line that starts with ',' outside [...] and {...} less
-// indented than the document's first line (found by test_fuzz): refused before it parses (the
-// file's line and column, or the --set), while a ',' in a flow collection, a quoted scalar or a
-// block scalar is YAML as before; and run's thread counts are bounded, not wrapped.
-BOOST_AUTO_TEST_CASE(a_leading_comma_and_huge_thread_counts_are_refused) {
-  for (const char* text :
-       {",\n", ", a\n", ",}\n", "# c\n, 1}\n", "---\n,\n", "--- ,\n", "%YAML 1.2\n---\n,\n",
-        "study: train\n...\n,\n", "&a ,\n", "!!map ,\n", "! ,\n"}) {
-    const std::string error = error_of(text);
-    BOOST_TEST(error.find("study.yaml:") == 0u, error);
-    BOOST_TEST(
-        error.find(": YAML syntax error: a document cannot start with ','") != std::string::npos,
-        error);
-  }
-  for (const auto& [text, where] : std::vector<std::pair<std::string, std::string>>{
-           {"  a: 1\n, b\n", "study.yaml:2:1"},
-           {"  x: 1\n  y: 2\n , b\n", "study.yaml:3:2"},
-           {"   - a\n  , b\n", "study.yaml:2:3"},
-           {"  x: 1\n\n# c\n, b\n", "study.yaml:4:1"},
-           {"a\n#\n,\n", "study.yaml:3:1"},
-           {"a # c\n,\n", "study.yaml:2:1"}}) {
-    BOOST_TEST(error_of(text) == where +
-                                     ": YAML syntax error: a line outside [...] and {...} cannot "
-                                     "start with ','",
-               error_of(text));
-  }
+// yaml-cpp 0.7's LoadAll loops without end, allocating, on a ',' no node can start with
+// outside [...] and {...} (as the document's first token, after any document marker, anchor or
+// tag, starting a line less indented than the document, after a flow collection or quoted
+// value; test_fuzz found the last kinds): the reader counts documents by where they start and
+// refuses the ',' with its line and column (or the --set), while a ',' in a flow collection, a
+// quoted scalar or a block scalar is YAML as before; and run's thread counts are bounded.
+BOOST_AUTO_TEST_CASE(a_stray_comma_and_huge_thread_counts_are_refused) {
   for (const auto& [text, where] :
-       std::vector<std::pair<std::string, std::string>>{{"{10, 20}, at most\n", "study.yaml:1:9"},
-                                                        {"[1]\n, 2\n", "study.yaml:2:1"},
-                                                        {"\"a\", b\n", "study.yaml:1:4"}}) {
-    BOOST_TEST(error_of(text) == where +
-                                     ": YAML syntax error: ',' after a [...], {...} or quoted "
-                                     "value outside [...] and {...}",
-               error_of(text));
+       std::vector<std::pair<std::string, std::string>>{{",\n", "1:1"},
+                                                        {", a\n", "1:1"},
+                                                        {",}\n", "1:1"},
+                                                        {"# c\n, 1}\n", "2:1"},
+                                                        {"---\n,\n", "2:1"},
+                                                        {"--- ,\n", "1:5"},
+                                                        {"%YAML 1.2\n---\n,\n", "3:1"},
+                                                        {"study: train\n...\n,\n", "3:1"},
+                                                        {"&a ,\n", "1:4"},
+                                                        {"!!map ,\n", "1:7"},
+                                                        {"! ,\n", "1:3"},
+                                                        {"  a: 1\n, b\n", "2:1"},
+                                                        {"  x: 1\n  y: 2\n , b\n", "3:2"},
+                                                        {"   - a\n  , b\n", "2:3"},
+                                                        {"  x: 1\n\n# c\n, b\n", "4:1"},
+                                                        {"a\n#\n,\n", "3:1"},
+                                                        {"a # c\n,\n", "2:1"},
+                                                        {"{10, 20}, at most\n", "1:9"},
+                                                        {"[1]\n, 2\n", "2:1"},
+                                                        {"\"a\", b\n", "1:4"}}) {
+    BOOST_TEST(error_of(text) == "study.yaml:" + where +
+                                     ": YAML syntax error: ',' outside [...] and {...}, where it "
+                                     "separates nothing",
+               text << " -> " << error_of(text));
   }
+  BOOST_TEST(error_of("study: train\n---\n,\n") ==
+             "study.yaml:2:1: a second YAML document (after '---'); a study file holds one");
   for (const char* text : {"  x: \"a\n, b\"\n", "  x: [1,\n, 2]\n", "x: |\n  , text\n",
                            "  x: 'don''t\n, b'\n", "x: a[1], b\n", "x: it's, b\n",
                            "x: {a: [1, 2], b: 3}\n"})  // YAML: read, then refused by its key
     BOOST_TEST(error_of(text).find("unknown key 'x'") != std::string::npos, error_of(text));
   BOOST_TEST(error_of(kStudy, {"name=,"}) ==
-             "--set name=,: YAML syntax error: a document cannot start with ','");
+             "--set name=,: YAML syntax error: ',' outside [...] and {...}, where it separates "
+             "nothing");
   BOOST_TEST(error_of(kStudy, {"run.threads=100000"}).find("run.threads: must be at most 1024") !=
                  std::string::npos,
              error_of(kStudy, {"run.threads=100000"}));

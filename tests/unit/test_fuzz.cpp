@@ -2,7 +2,8 @@
 // reader (load_study_text, as `induct validate` and `run` read a study file) and the status
 // reader (`induct status`). Seeds: the repository's study files and tests/fixtures/fuzz; each
 // iteration mutates one (byte flips, YAML punctuation inserted, ranges deleted or duplicated,
-// truncation, two seeds spliced) with a fixed seed, so a run is reproducible. An input must be
+// truncation, two seeds spliced, a document marker, directive, anchor or tag put first) with a
+// fixed seed, so a run is reproducible. An input must be
 // read or refused with a std::exception whose message is one non-empty line naming the file;
 // a crash, a hang (5 s), an allocation over the memory limit, or a message naming no file fails
 // the test, and the input is written to FUZZ_FAILURE_DIR (default /tmp) for the regression
@@ -92,7 +93,7 @@ std::string mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
   const int edits = 1 + static_cast<int>(pick(4));
   for (int e = 0; e < edits; ++e) {
     const size_t at = pick(s.size() + 1);
-    switch (pick(7)) {
+    switch (pick(8)) {
       case 0:
         if (!s.empty()) s[pick(s.size())] ^= static_cast<char>(1 << pick(8));
         break;
@@ -113,6 +114,13 @@ std::string mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
         s = s.substr(0, at) + other.substr(std::min(other.size(), pick(other.size() + 1)));
         break;
       }
+      case 6: {  // what comes before a document's first node, and the token after it
+        static const char* kPrefixes[] = {"---\n",  "--- ", "%YAML 1.2\n---\n", "...\n", "&a ",
+                                          "!!map ", "! ",   "study: x\n---\n"};
+        s.insert(0, std::string(kPrefixes[pick(8)]) +
+                        (pick(2) ? std::string(1, kPunctuation[pick(kPunctuation.size())]) : ""));
+        break;
+      }
       default:
         s.insert(at, std::string(1 + pick(40), kPunctuation[pick(kPunctuation.size())]));
     }
@@ -125,32 +133,42 @@ size_t iterations() {
   return text ? std::strtoul(text, nullptr, 10) : 4000;
 }
 
-// Runs `read` on mutated inputs; returns the number refused. `name` must be in every message.
+// Runs `read` on `input` under the limits; true when it was refused. `name` must be in the
+// message.
+bool refused_within_limits(const std::string& input, size_t iteration, const std::string& name,
+                           const std::function<void(const std::string&)>& read) {
+  // Ours, not Boost.Test's (installed around each test case): they save the input.
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL, SIGALRM}) ::signal(s, on_fatal);
+  g_input = input;
+  bool refused = false;
+  ::alarm(5);
+  try {
+    read(g_input);
+  } catch (const std::bad_alloc&) {
+    save_input("an input exhausted the memory limit");
+    BOOST_FAIL("iteration " << iteration << ": std::bad_alloc");
+  } catch (const std::exception& e) {
+    refused = true;
+    const std::string message = e.what();
+    if (message.empty() || message.find(name) == std::string::npos ||
+        message.find('\n') != std::string::npos) {
+      save_input("a message is not one line naming the file");
+      BOOST_FAIL("iteration " << iteration << ": the message '" << message
+                              << "' is not one line naming " << name);
+    }
+  }
+  ::alarm(0);
+  return refused;
+}
+
+// Runs `read` on mutated inputs; returns the number refused.
 size_t fuzz(const std::vector<std::string>& corpus, uint64_t seed, const std::string& name,
             const std::function<void(const std::string&)>& read) {
   BOOST_REQUIRE(!corpus.empty());
-  // Ours, not Boost.Test's (installed around each test case): they save the input.
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL, SIGALRM}) ::signal(s, on_fatal);
   std::mt19937_64 rng(seed);
   size_t refused = 0;
-  for (size_t i = 0; i < iterations(); ++i) {
-    g_input = mutate(corpus, rng);
-    ::alarm(5);
-    try {
-      read(g_input);
-    } catch (const std::bad_alloc&) {
-      save_input("an input exhausted the memory limit");
-      BOOST_FAIL("iteration " << i << ": std::bad_alloc");
-    } catch (const std::exception& e) {
-      ++refused;
-      const std::string message = e.what();
-      if (message.empty() || message.find(name) == std::string::npos) {
-        save_input("a message names no file");
-        BOOST_FAIL("iteration " << i << ": the message '" << message << "' does not name " << name);
-      }
-    }
-    ::alarm(0);
-  }
+  for (size_t i = 0; i < iterations(); ++i)
+    refused += refused_within_limits(mutate(corpus, rng), i, name, read) ? 1 : 0;
   return refused;
 }
 
@@ -163,6 +181,20 @@ BOOST_AUTO_TEST_CASE(the_study_reader_reads_or_refuses_any_mutation_of_a_study_f
                               [](const std::string& text) { load_study_text(text, "study.yaml"); });
   BOOST_TEST_MESSAGE(refused << " of " << iterations() << " mutated study files refused");
   BOOST_TEST(refused > 0);  // the mutations reach the error paths
+}
+
+// Each input that once made yaml-cpp allocate without bound (gigabytes in seconds), refused
+// under the memory limit and the alarm.
+BOOST_AUTO_TEST_CASE(the_known_runaway_inputs_are_refused_within_the_limits) {
+  size_t i = 0;
+  for (const char* text :
+       {",\n", "---\n,\n", "--- ,\n", "study: train\n---\n,\n", "%YAML 1.2\n---\n,\n",
+        "study: train\n...\n,\n", "&a ,\n", "!!map ,\n", "! ,\n", "[1], 2\n", "{a: 1}\n, b\n",
+        "\"a\", b\n", "  a: 1\n, b\n", "a\n#\n,\n", "---\n&a !!map ,\n"})
+    BOOST_TEST(refused_within_limits(
+                   text, i++, "study.yaml",
+                   [](const std::string& input) { load_study_text(input, "study.yaml"); }),
+               text);
 }
 
 BOOST_AUTO_TEST_CASE(the_status_reader_reads_or_refuses_any_mutation_of_a_status_file) {

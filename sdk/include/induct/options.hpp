@@ -20,10 +20,12 @@
 namespace induct {
 
 // A study file (or a --set override) that is wrong. what() names the place and the key,
-// e.g. "study.yaml:12:5: model.hidden: expected an integer, got 'abc'".
+// e.g. "study.yaml:12:5: model.hidden: expected an integer, got 'abc'". The message is one
+// line: a line break in it (from a value it quotes) is written as \n.
 class INDUCT_SDK_API ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message);
+  explicit ConfigError(const char* message);
   ~ConfigError() override;
 };
 
