@@ -445,7 +445,13 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     size_t finished = 0;
     for (const auto& t : store.all()) finished += t.result.finished();
     const std::string in_flight =
-        e.at_once() ? "stopped at once by a second signal, trials in flight not recorded"
+        e.at_once() ? (induct::stop_signals_received() > 1
+                           ? "stopped at once by a second signal, trials in flight not recorded"
+                           : std::to_string(e.cancelled()) +
+                                 " trial(s) in flight did not answer the "
+                                 "cancel within " +
+                                 std::to_string(induct::kDrainSeconds) +
+                                 " s and were stopped, not recorded")
                     : "no new trials started, " + std::to_string(e.cancelled()) +
                           " in flight cancelled and recorded as cancelled";
     progress.log(

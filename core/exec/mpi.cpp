@@ -16,6 +16,7 @@
 
 #include "exec/runner.hpp"
 #include "exec/signals.hpp"
+#include "util/process.hpp"
 
 namespace induct {
 
@@ -240,7 +241,8 @@ class MpiRunner final : public TrialRunner {
         draining = true;
         for (const auto& [ticket, rank] : running) cancel(ticket);
       }
-      if (stop_signals_received() > 1) throw Interrupted(signal, running.size(), true);
+      if (stop_signals_received() > 1 || (draining && drain_overdue()))
+        throw Interrupted(signal, running.size(), true);
       while (!draining) {
         auto rank = std::max_element(free_.begin(), free_.end());
         if (rank == free_.end() || *rank <= 0) break;

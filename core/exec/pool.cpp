@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "exec/signals.hpp"
+#include "util/process.hpp"
 
 extern char** environ;
 
@@ -38,19 +39,23 @@ std::vector<std::string> visible_gpu_ids(const char* cuda_visible_devices, int c
   return ids;
 }
 
-int usable_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
                                    const std::string& device, int visible_gpus, int cores) {
   if (cores <= 0) cores = usable_cores();
   PoolSettings s;
+  const int most = thread_limit(cores);
   s.threads = std::max(1, configured_threads);
+  if (s.threads > most) {
+    s.lowered = "run.threads " + std::to_string(s.threads) + " lowered to " + std::to_string(most) +
+                " (" + std::to_string(cores) + " usable core(s) and this process's limits)";
+    s.threads = most;
+  }
+  if (configured_blas_threads > most) {
+    s.lowered += std::string(s.lowered.empty() ? "" : "; ") + "run.blas_threads " +
+                 std::to_string(configured_blas_threads) + " lowered to " + std::to_string(most);
+    configured_blas_threads = most;
+  }
   if (device == "cpu") {
     s.workers = configured_workers > 0 ? configured_workers : std::max(1, cores / s.threads);
   } else {
@@ -213,7 +218,8 @@ void WorkerPool::run(TrialSource& source) {
           cancel(static_cast<size_t>(w.trial));
         }
     }
-    if (settings_.drain_on_signal && stop_signals_received() > 1)
+    if (settings_.drain_on_signal &&
+        (stop_signals_received() > 1 || drain_overdue(settings_.drain_seconds)))
       throw Interrupted(stop_signal(), running, true);
     for (size_t c : source.cancels()) cancel(c);
     // Hand out work: idle workers first, then new ones up to the pool size.
@@ -258,7 +264,9 @@ void WorkerPool::run(TrialSource& source) {
     for (auto& w : workers_) fds.push_back({w.reader->fd(), POLLIN, 0});
     const size_t worker_fds = fds.size();
     if (stop_signal_fd() >= 0) fds.push_back({stop_signal_fd(), POLLIN, 0});
-    int ready = ::poll(fds.data(), fds.size(), source.wait_ms());
+    const int wait = source.wait_ms();  // while draining, wake each second for the deadline
+    int ready =
+        ::poll(fds.data(), fds.size(), draining ? (wait < 0 ? 1000 : std::min(wait, 1000)) : wait);
     if (ready < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error(std::string("poll: ") + std::strerror(errno));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "exec/protocol.hpp"
+#include "exec/signals.hpp"
 #include "train/measurement.hpp"
 #include "train/trial.hpp"
 
@@ -77,9 +78,13 @@ struct PoolSettings {
   // workers' environment keeps the coordinator's CUDA_VISIBLE_DEVICES.
   std::vector<std::string> gpus;
   std::string worker_executable;  // the induct binary (default: this process's executable)
+  // What default_pool_settings lowered to thread_limit() (empty: nothing), for the first line.
+  std::string lowered;
   // Stop signals drain the pool and throw Interrupted (false: an MPI rank's relay, which
   // forwards them to rank 0 and cancels what rank 0 says).
   bool drain_on_signal = true;
+  // How long a drain waits for the workers to answer the cancel before it stops them.
+  long drain_seconds = kDrainSeconds;
 };
 
 // Workers per GPU when run.workers is 0 and run.device is cuda or cuda:N. Small trainings
@@ -91,10 +96,6 @@ inline constexpr int kDefaultWorkersPerGpu = 4;
 // default and spare cores given to BLAS (docs/performance.md has the measurements behind
 // this). With `device` cuda: `configured_workers` (default kDefaultWorkersPerGpu) workers per
 // visible GPU, `visible_gpus` of them, spread over the GPUs; with cuda:N that many on GPU N.
-// The cores this process may run on: its CPU affinity (what taskset, Slurm's task binding
-// and cgroup cpusets leave it), not every core of the machine.
-int usable_cores();
-
 PoolSettings default_pool_settings(int configured_workers, int configured_threads,
                                    int configured_blas_threads, size_t trials,
                                    const std::string& device = "cpu", int visible_gpus = 0,
@@ -112,6 +113,10 @@ class WorkerPool final : public TrialRunner {
   ~WorkerPool() override;
   void run(TrialSource& source) override;
   int parallelism() const override { return settings_.workers; }
+  std::string describe() const override {
+    return TrialRunner::describe() +
+           (settings_.lowered.empty() ? std::string() : "; " + settings_.lowered);
+  }
 
  private:
   struct Worker {

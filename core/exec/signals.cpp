@@ -71,12 +71,18 @@ int stop_signal() { return last_signal; }
 int stop_signals_received() { return signal_count; }
 int stop_signal_fd() { return pipe_fds[0]; }
 
+bool drain_overdue(long seconds) {
+  if (signal_count == 0) return false;
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const long ms = static_cast<long>(now.tv_nsec / 1000000);
+  return (static_cast<long>(now.tv_sec) - first_seconds) * 1000 + (ms - first_ms) >= seconds * 1000;
+}
+
 Interrupted::Interrupted(int signal, size_t cancelled, bool at_once)
     : std::runtime_error(std::string("stopped by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")),
       signal_(signal),
       cancelled_(cancelled),
       at_once_(at_once) {}
-
-std::string Interrupted::signal_name() const { return signal_ == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 }  // namespace induct

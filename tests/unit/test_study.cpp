@@ -3,6 +3,9 @@
 // trials), normalization, and the report's number formatting.
 #define BOOST_TEST_MODULE study
 #include <sqlite3.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "exec/pool.hpp"
 #include "exec/signals.hpp"
 #include "exec/status.hpp"
 #include "options_yaml.hpp"
@@ -31,6 +35,7 @@
 #include "support.hpp"
 #include "train/cell_setup.hpp"
 #include "train/generalization.hpp"
+#include "util/process.hpp"
 #include "util/text.hpp"
 
 using namespace induct;
@@ -868,6 +873,32 @@ BOOST_AUTO_TEST_CASE(gpu_pools_spread_workers_per_visible_gpu) {
   BOOST_TEST((visible_gpu_ids(nullptr, 2) == std::vector<std::string>{"0", "1"}));
 }
 
+// Threads are lowered to the cores and to what the process's limits hold, and the first line
+// says so (a worker asked for 1,000 threads under an address-space limit hung starting them).
+BOOST_AUTO_TEST_CASE(thread_counts_are_bounded_by_cores_and_limits) {
+  BOOST_TEST(thread_limit(3) <= 3);
+  BOOST_TEST(thread_limit(3) >= 1);
+  const PoolSettings many = default_pool_settings(1, 1000, 500, 4, "cpu", 0, 2);
+  BOOST_TEST(many.threads <= 2);
+  BOOST_TEST(many.blas_threads <= 2);
+  BOOST_TEST(many.lowered.find("run.threads 1000 lowered to ") == 0u, many.lowered);
+  BOOST_TEST(many.lowered.find("run.blas_threads 500 lowered to ") != std::string::npos);
+  BOOST_TEST(default_pool_settings(1, 2, 0, 4, "cpu", 0, 2).lowered.empty());
+  const pid_t child = ::fork();  // the limits stay in the child
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const rlimit stack{rlim_t{8} << 20, rlim_t{8} << 20};
+    const rlimit space{rlim_t{1} << 30, rlim_t{1} << 30};
+    int failed = ::setrlimit(RLIMIT_STACK, &stack) != 0 || ::setrlimit(RLIMIT_AS, &space) != 0;
+    failed |= (thread_limit(1000) != 32) << 1;  // a quarter of 1 GiB at 8 MiB a thread
+    ::_exit(failed);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: setrlimit failed; 2: the limit not applied
+}
+
 // study: probe trains an LSTM on parity, probes its checkpoint and stores the outcome; a
 // rerun reuses both the trial and the probes, and other probe settings probe again without
 // retraining, unless the checkpoint is gone.
@@ -1354,6 +1385,45 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
       measure_probe({*mirror, data, trial, torch::kCPU}, settings)["lengths"][0]["convs"];
   BOOST_TEST(std::abs(other[0]["patch"].as<double>()) < 1e-3, other[0]["patch"].as<double>());
   BOOST_TEST(std::abs(other[1]["patch"].as<double>() - 1) < 1e-3, other[1]["patch"].as<double>());
+}
+
+// A worker that never answers the cancel (one stuck starting its thread pool) does not hold
+// the run after the first signal: the drain stops it after drain_seconds, not recorded.
+BOOST_AUTO_TEST_CASE(a_drain_stops_workers_that_do_not_answer) {
+  const std::string dir = test::temp_dir("stuck-worker");
+  const std::string script = dir + "/worker.sh";
+  std::ofstream(script) << "#!/bin/sh\ntrap '' TERM INT\nexec sleep 60\n";
+  BOOST_REQUIRE(::chmod(script.c_str(), 0755) == 0);
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    install_stop_signals();
+    PoolSettings settings;
+    settings.worker_executable = script;
+    settings.drain_seconds = 1;
+    WorkerPool pool(settings);
+    std::thread signaller([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::kill(::getpid(), SIGTERM);
+    });
+    int code = 1;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      pool.run_list({TrialSpec{}}, RunCallbacks{[](size_t) {}, nullptr,
+                                                [](size_t, const TrialResult&) { return false; }});
+    } catch (const Interrupted& e) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      code = e.at_once() && e.cancelled() == 1 && seconds > 1.2 && seconds < 5 ? 0 : 2;
+    }
+    signaller.join();
+    ::_exit(code);
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);  // 1: no Interrupted; 2: not at once, or not in time
+  test::run_command("rm -rf '" + dir + "'");
 }
 
 // A stop signal delivered twice at once (`timeout` signals its command, then the command's
