@@ -82,6 +82,34 @@ inline boost::test_tools::assertion_result has_gnuplot(boost::unit_test::test_un
 }
 
 // A file's contents ("" when it cannot be read).
+// What `body` writes to stderr: std::cerr and file descriptor 2 (say_line writes there).
+template <typename Body>
+std::string stderr_of(Body&& body) {
+  std::cerr.flush();
+  char name[] = "/tmp/induct-test-stderr-XXXXXX";
+  const int fd = ::mkstemp(name);
+  const int saved = ::dup(2);
+  ::dup2(fd, 2);
+  ::close(fd);
+  struct Restore {
+    int saved;
+    ~Restore() {
+      std::cerr.flush();
+      ::dup2(saved, 2);
+      ::close(saved);
+    }
+  };
+  {
+    Restore restore{saved};
+    body();
+  }
+  std::ifstream in(name, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  ::unlink(name);
+  return text.str();
+}
+
 inline std::string read(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -31,6 +31,7 @@
 #include "study/registry.hpp"
 #include "study/step.hpp"
 #include "study/step_rate.hpp"
+#include "train/archive_file.hpp"
 #include "train/trial.hpp"
 #include "util/files.hpp"
 #include "util/process.hpp"
@@ -406,6 +407,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
       vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
   const induct::RunLock lock(out_dir);  // before anything in the folder is written
+  const size_t stale = induct::remove_stale_partial_files(out_dir.string());
   YAML::Emitter resolved;
   resolved << resolved_study(config);
   induct::write_file_atomically((out_dir / "config.yaml").string(),
@@ -417,9 +419,11 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   induct::install_stop_signals();  // from here on Ctrl-C and SIGTERM drain the study
   const std::unique_ptr<induct::TrialRunner> runner = induct::make_runner(config.run, trials);
   induct::Progress progress(std::cerr, induct::stderr_is_terminal());
-  progress.log(config.file + ": " + config.kind + " study '" + config.name + "', " +
-               std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " +
-               out_dir.string());
+  progress.log(
+      config.file + ": " + config.kind + " study '" + config.name + "', " +
+      std::to_string(cells.size()) + " cell(s), " + runner->describe() + " -> " + out_dir.string() +
+      (stale > 0 ? " (removed " + std::to_string(stale) + " partial file(s) left by killed writers)"
+                 : std::string()));
   if (cells.size() <= 3)
     for (const auto& cell : cells) progress.log("  " + induct::describe_cell(cell));
   if (config.training.stall_window > 0)

@@ -82,9 +82,9 @@ struct StudyConfig {
   } report;
 };
 
-// The longest sequence a study may train or evaluate on: far past the paper (L <= 40), and
-// small enough that asking for more is an error naming the key, not a failure in the allocator.
-inline constexpr long kMaxLength = 100'000;
+// The longest sequence a study may train or evaluate on: what a data set stores (lengths as
+// 16-bit values), far past the paper (L <= 40); asking for more is an error naming the key.
+inline constexpr long kMaxLength = SequenceSet::kMaxLength;
 
 // Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
 // re-read with that grid point applied). Keys of the task and model sections are read by

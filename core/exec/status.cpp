@@ -18,18 +18,13 @@
 #include <stdexcept>
 
 #include "util/files.hpp"
+#include "util/process.hpp"
 #include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {
 
 namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
-}
 
 std::string utc(std::time_t t) {
   char buffer[32];

@@ -1,6 +1,7 @@
 #include "store/store.hpp"
 
 #include <sqlite3.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -160,6 +161,47 @@ class BusyWait {
   int waited_ = 0;
 };
 
+// Why a store cannot be written, in words a user can act on ("" when the folder and the file
+// are writable and the file system has room): SQLite says only "attempt to write a readonly
+// database", "unable to open database file" (no inode left for its journal) or "database or
+// disk is full".
+std::string unwritable_reason(const std::filesystem::path& file) {
+  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
+  if (::access(dir.c_str(), W_OK) != 0)
+    return "the folder " + dir.string() +
+           " is read-only for this user (the store writes its journal beside it): copy the "
+           "folder somewhere writable and run the command on the copy";
+  if (::access(file.c_str(), F_OK) == 0 && ::access(file.c_str(), W_OK) != 0)
+    return "the file is read-only for this user: copy the folder somewhere writable and run "
+           "the command on the copy";
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0) {
+    if (fs.f_files > 0 && fs.f_favail == 0)
+      return "the file system of " + dir.string() +
+             " has no free inodes (`df -i`): the store needs files for its journal; free some "
+             "and run the same command";
+    if (fs.f_bavail == 0)
+      return "the file system of " + dir.string() +
+             " is full (`df`): free some space and run the same command";
+  }
+  return "";
+}
+
+// SQLite's `message` for result `code`, with the reason when the store cannot write.
+std::string with_reason(const std::string& message, int code, const std::filesystem::path& file) {
+  code &= 0xFF;  // the primary code of an extended one
+  if (code == SQLITE_CANTOPEN || code == SQLITE_FULL || code == SQLITE_READONLY ||
+      code == SQLITE_IOERR)
+    if (const std::string reason = unwritable_reason(file); !reason.empty())
+      return message + ": " + reason;
+  return message;
+}
+
+// The message of the last error on `db`, with the reason when the store cannot write.
+std::string sqlite_error(sqlite3* db, const std::filesystem::path& file) {
+  return db ? with_reason(sqlite3_errmsg(db), sqlite3_extended_errcode(db), file) : "out of memory";
+}
+
 class Statement {
  public:
   Statement(sqlite3* db, const char* sql, const std::filesystem::path& file)
@@ -212,7 +254,7 @@ class Statement {
 
  private:
   [[noreturn]] void fail() const {
-    throw std::runtime_error("store " + file_.string() + ": " + sqlite3_errmsg(db_));
+    throw std::runtime_error("store " + file_.string() + ": " + sqlite_error(db_, file_));
   }
   sqlite3* db_;
   const std::filesystem::path& file_;
@@ -404,27 +446,11 @@ void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const
 
 }  // namespace
 
-namespace {
-// Why a store cannot be written, in words a user can act on ("" when the folder and the file
-// are writable): SQLite says only "attempt to write a readonly database" or "unable to open".
-std::string read_only_reason(const std::filesystem::path& file) {
-  const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
-  if (::access(dir.c_str(), W_OK) != 0)
-    return "the folder " + dir.string() +
-           " is read-only for this user (the store writes its journal beside it): copy the "
-           "folder somewhere writable and run the command on the copy";
-  if (::access(file.c_str(), F_OK) == 0 && ::access(file.c_str(), W_OK) != 0)
-    return "the file is read-only for this user: copy the folder somewhere writable and run "
-           "the command on the copy";
-  return "";
-}
-}  // namespace
-
 Store::Store(const std::filesystem::path& file) : file_(file) {
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
-    const std::string reason = read_only_reason(file);
+    const std::string reason = unwritable_reason(file);
     throw std::runtime_error(
         file.string() + ": cannot open the results store: " + (reason.empty() ? message : reason));
   }
@@ -437,7 +463,7 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
   } catch (const std::exception& e) {
     sqlite3_close(db_);
     db_ = nullptr;
-    const std::string reason = read_only_reason(file);
+    const std::string reason = unwritable_reason(file);
     throw std::runtime_error(
         file.string() + ": " +
         (reason.empty() ? std::string(e.what()) : "cannot open the results store: " + reason));
@@ -502,7 +528,8 @@ void Store::exec(const std::string& sql) const {
     if (rc == SQLITE_OK) return;
     std::string message = error ? error : "unknown error";
     sqlite3_free(error);
-    if (rc != SQLITE_BUSY) throw std::runtime_error("store " + file_.string() + ": " + message);
+    if (rc != SQLITE_BUSY)
+      throw std::runtime_error("store " + file_.string() + ": " + with_reason(message, rc, file_));
     wait.once_more();  // the statements here (schema, pragmas) are safe to run again
   }
 }
@@ -623,7 +650,7 @@ void Store::select(const std::string& sql, std::vector<std::string>& columns,
                    const std::function<void(const std::vector<Value>& row)>& row) const {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK || !stmt) {
-    const std::string message = sqlite3_errmsg(db_);
+    const std::string message = sqlite_error(db_, file_);
     sqlite3_finalize(stmt);
     throw std::runtime_error("store " + file_.string() + ": " + message);
   }
@@ -646,7 +673,7 @@ void Store::select(const std::string& sql, std::vector<std::string>& columns,
       continue;
     }
     if (rc != SQLITE_ROW) {
-      const std::string message = sqlite3_errmsg(db_);
+      const std::string message = sqlite_error(db_, file_);
       sqlite3_finalize(stmt);
       throw std::runtime_error("store " + file_.string() + ": " + message);
     }

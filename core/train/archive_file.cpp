@@ -1,18 +1,22 @@
 #include "train/archive_file.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "util/hash.hpp"
+#include "util/process.hpp"
 
 namespace induct {
 
 namespace {
 const std::string kMagic = "induct-archive ";
+const std::string kPartial = ".partial";
 }  // namespace
 
 void write_archive_file(torch::serialize::OutputArchive& archive, const std::string& path) {
@@ -21,7 +25,8 @@ void write_archive_file(torch::serialize::OutputArchive& archive, const std::str
   const std::string payload = bytes.str();
   const std::string header =
       kMagic + content_key(payload) + " " + std::to_string(payload.size()) + "\n";
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".partial";
+  const std::string temporary =
+      path + "." + host_name() + "." + std::to_string(::getpid()) + kPartial;
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << header << payload;
@@ -44,6 +49,8 @@ namespace {
 
 // The verified bytes of the archive in `path` (std::runtime_error with the reason otherwise).
 std::string verified_payload(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read it");
   std::string header;
@@ -83,6 +90,41 @@ void read_archive_file(torch::serialize::InputArchive& archive, const std::strin
   } catch (const c10::Error& e) {
     throw std::runtime_error(std::string("not a LibTorch archive: ") + e.what_without_backtrace());
   }
+}
+
+size_t remove_stale_partial_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  const std::string host = "." + host_name();
+  size_t removed = 0;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code type_error;
+    if (name.size() <= kPartial.size() ||
+        name.compare(name.size() - kPartial.size(), kPartial.size(), kPartial) != 0 ||
+        !it->is_regular_file(type_error))
+      continue;
+    // name: <file>.<host>.<pid>.partial (or <file>.<pid>.partial, written before the host)
+    const std::string stem = name.substr(0, name.size() - kPartial.size());
+    const size_t dot = stem.rfind('.');
+    if (dot == std::string::npos) continue;
+    const std::string digits = stem.substr(dot + 1);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const std::string writer = stem.substr(0, dot);  // <file>.<host> or <file>
+    const bool this_host = writer.size() > host.size() &&
+                           writer.compare(writer.size() - host.size(), host.size(), host) == 0;
+    const bool unnamed = writer.size() > 3 && writer.compare(writer.size() - 3, 3, ".pt") == 0;
+    if (!this_host && !unnamed) continue;  // another machine's
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours)
+    std::error_code removal;
+    if (fs::remove(it->path(), removal)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace induct

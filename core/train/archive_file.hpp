@@ -11,8 +11,9 @@
 namespace induct {
 
 // Serializes `archive` in memory, then writes "induct-archive <digest> <bytes>\n" and the bytes
-// to a temporary file beside `path`, renamed over it. Throws std::runtime_error naming the file
-// when it cannot be written (a full disk); the temporary file is removed then.
+// to a temporary file beside `path` (`path`.<host>.<pid>.partial), renamed over it. Throws
+// std::runtime_error naming the file when it cannot be written (a full disk); the temporary file is
+// removed then.
 void write_archive_file(torch::serialize::OutputArchive& archive, const std::string& path);
 
 // Reads a file written by write_archive_file into `archive` (tensors onto `device`). Throws
@@ -24,5 +25,10 @@ void read_archive_file(torch::serialize::InputArchive& archive, const std::strin
 // Why the file at `path` is not a whole archive written by write_archive_file ("no such file",
 // "damaged: ..."), without loading it; "" when it verifies.
 std::string archive_file_problem(const std::string& path);
+
+// Removes the temporary files under `dir` (any depth) that writers on this machine left when
+// they were killed: those whose process is gone. A file of a live process, or of another
+// machine (a rank elsewhere may still be writing it), stays. Returns how many were removed.
+size_t remove_stale_partial_files(const std::string& dir);
 
 }  // namespace induct

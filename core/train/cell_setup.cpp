@@ -238,8 +238,11 @@ std::shared_ptr<SequenceModel> make_model_checked(const PluginRegistry& registry
   } catch (const PluginError&) {
     throw;
   } catch (const std::exception& e) {
+    // LibTorch's errors carry a backtrace after their first line: the message keeps that line.
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    std::string why = torch_error ? torch_error->what_without_backtrace() : e.what();
     throw PluginError(who + ": forward on a [2, " + std::to_string(shape.max_length) +
-                      "] batch failed: " + e.what());
+                      "] batch failed: " + why.substr(0, why.find('\n')));
   }
   return model;
 }

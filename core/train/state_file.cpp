@@ -12,6 +12,7 @@
 #include "options_yaml.hpp"
 #include "train/archive_file.hpp"
 #include "train/detector.hpp"
+#include "util/process.hpp"
 
 namespace induct {
 
@@ -67,7 +68,12 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
   try {
     torch::serialize::InputArchive archive;
     read_archive_file(archive, file.path, device);
-    if (read_text(archive, "trajectory") != file.trajectory) return std::nullopt;
+    if (const std::string held = read_text(archive, "trajectory"); held != file.trajectory) {
+      // Moved, copied or swapped by hand: a state of another training is never resumed.
+      say_line("induct: " + file.path + ": holds the state of another training (" +
+               held.substr(0, held.find('\n')) + "); training from the start");
+      return std::nullopt;
+    }
     state.result = TrialResult::from_yaml(YAML::Load(read_text(archive, "result")));
     if (state.result.steps <= 0 || state.result.history.empty() ||
         state.result.history.back().step != state.result.steps)
@@ -88,13 +94,14 @@ std::optional<SavedState> read_state(const StateFile& file, SequenceModel& model
     if (!device.is_cpu()) state.device_generator = read_tensor(archive, "device_generator");
   } catch (const c10::Error& e) {
     // Another model or LibTorch: train from the start (one line, no backtrace).
-    std::cerr << "induct: " << file.path << ": not a usable training state ("
-              << e.what_without_backtrace() << "); training from the start\n";
+    std::string why = e.what_without_backtrace();
+    say_line("induct: " + file.path + ": not a usable training state (" +
+             why.substr(0, why.find('\n')) + "); training from the start");
     return std::nullopt;
   } catch (const std::exception& e) {
     // Unreadable (damaged, cut short, written by an earlier induct): train from the start.
-    std::cerr << "induct: " << file.path << ": not a usable training state (" << e.what()
-              << "); training from the start\n";
+    say_line("induct: " + file.path + ": not a usable training state (" + e.what() +
+             "); training from the start");
     return std::nullopt;
   }
   return state;
@@ -126,8 +133,8 @@ void write_state(const StateFile& file, SequenceModel& model, const FlatAdam& op
     std::string message = e.what();
     message = message.substr(0, message.find('\n'));
     if (message.rfind(file.path + ": ", 0) == 0) message = message.substr(file.path.size() + 2);
-    std::cerr << "induct: could not save the training state " << file.path << ": " << message
-              << " (the training goes on without it; not said again for this training)\n";
+    say_line("induct: could not save the training state " + file.path + ": " + message +
+             " (the training goes on without it; not said again for this training)");
   }
 }
 

@@ -4,8 +4,10 @@
 #include <malloc.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <thread>
 
 namespace induct {
@@ -38,6 +40,24 @@ int thread_limit(int cores) {
   if (::getrlimit(RLIMIT_NPROC, &r) == 0 && r.rlim_cur != RLIM_INFINITY)
     limit = std::min<long>(limit, static_cast<long>(r.rlim_cur / 2));
   return static_cast<int>(std::max<long>(1, limit));
+}
+
+void say_line(const std::string& line) {
+  const std::string text = line + "\n";
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(2, text.data() + done, text.size() - done);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
 }
 
 }  // namespace induct

@@ -1,6 +1,8 @@
 // Process-wide settings for training, in one place: the CLI, the workers and the tests use it.
 #pragma once
 
+#include <string>
+
 namespace induct {
 
 // Keeps large tensors on glibc's heap instead of fresh zeroed pages every step: raises the mmap
@@ -21,5 +23,12 @@ int usable_cores();
 // pool can hang at start (a worker asked for 1,000 threads under `ulimit -v 6000000` sat at 0%
 // CPU with 660 of them).
 int thread_limit(int cores = 0);
+
+// Writes `line` and a newline to stderr in one write: lines of processes that share a stderr
+// (the pool's workers) never interleave within a line.
+void say_line(const std::string& line);
+
+// This machine's name (gethostname).
+std::string host_name();
 
 }  // namespace induct

@@ -743,6 +743,11 @@ std::string escape_invalid_utf8(const std::string& text) {
 void refuse_invalid_utf8(const std::string& text, const std::string& name, bool positions = true) {
   int line = 1, column = 1;
   for (size_t i = 0; i < text.size(); ++column) {
+    if (text[i] == '\0')  // UTF-16 and UTF-32 without a byte-order mark look like this
+      throw ConfigError(
+          name +
+          (positions ? ":" + std::to_string(line) + ":" + std::to_string(column) : std::string()) +
+          ": a NUL byte (UTF-16 or UTF-32 text?); a study file must be UTF-8 text");
     const size_t n = utf8_length(text, i);
     if (n == 0) {
       char hex[8];

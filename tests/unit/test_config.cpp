@@ -370,14 +370,17 @@ BOOST_AUTO_TEST_CASE(sizes_a_study_asks_for_are_bounded) {
   std::string sharing = error_of(replace(replace(text, "study: nstar", "study: sharing"),
                                          "  distribution: uniform\n  L: 6\n", "") +
                                  "sharing: {lengths: [1e9]}\n");
-  BOOST_TEST(sharing.find("sharing.lengths: every L must be at most 100000") != std::string::npos,
+  BOOST_TEST(sharing.find("sharing.lengths: every L must be at most 65535") != std::string::npos,
              sharing);
   std::string lengthgen =
       error_of(replace(replace(kStudy, "study: train", "study: lengthgen"), "L: 6", "L: 60000") +
                "lengthgen: {multiples: [1, 2], report_multiple: 2}\n");
   BOOST_TEST(lengthgen.find("lengthgen.multiples: reads sequences of length 120000 at L = "
-                            "60000; at most 100000") != std::string::npos,
+                            "60000; at most 65535") != std::string::npos,
              lengthgen);
+  // Data sets store lengths as 16-bit values: a longer L is refused by its key, not by a worker.
+  std::string longer = error_of(replace(kStudy, "L: 6", "L: 70000"));
+  BOOST_TEST(longer.find("data.L: must be at most 65535") != std::string::npos, longer);
   std::string batch =
       error_of(replace(kStudy, "seeds: [1, 2]", "seeds: [1, 2]\n  batch_size: 1e9"));
   BOOST_TEST(batch.find("training.batch_size: must be at most 1000000") != std::string::npos,
@@ -424,6 +427,13 @@ BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8_are_refused_where_they_are) {
                        .find("study.yaml:2:3: not UTF-8") == 0u,
                bad);  // overlong, a surrogate, past U+10FFFF, cut short; in a comment too
   BOOST_TEST(error_of(kStudy, {"name=x\xfey"}).find("not UTF-8 (byte 0xFE)") != std::string::npos);
+  // UTF-16 and UTF-32 without a byte-order mark: ASCII with NUL bytes between.
+  std::string utf16;
+  for (const char c : std::string("name: x\n") + kStudy) utf16 += std::string(1, c) + '\0';
+  BOOST_TEST(
+      error_of(utf16) ==
+      "study.yaml:1:2: a NUL byte (UTF-16 or UTF-32 text?); a study file must be UTF-8 text");
+  BOOST_TEST(error_of(std::string("\0\0\0n", 4)).find("study.yaml:1:1: a NUL byte") == 0u);
   BOOST_TEST(error_of("name: \"caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x93\x88\"\n" +
                       std::string(kStudy)) == "");
 }

@@ -1,13 +1,17 @@
 // Training: causality of the models, determinism of whole trials, and learning parity.
 #define BOOST_TEST_MODULE training
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
+#include <unistd.h>
 
 #include <boost/test/unit_test.hpp>
 #include <fstream>
 
 #include "options_yaml.hpp"
 #include "support.hpp"
+#include "train/archive_file.hpp"
 #include "train/cell_setup.hpp"
 #include "train/checkpoint.hpp"
 #include "train/detector.hpp"
@@ -570,11 +574,8 @@ BOOST_AUTO_TEST_CASE(an_unwritable_state_is_said_once_and_the_training_goes_on) 
   std::ofstream(spec.state_dir) << "a file where the states' folder should be";
   spec.state_every = 20;
   spec.keep_states = "none";
-  std::stringstream said;
-  auto* old_buffer = std::cerr.rdbuf(said.rdbuf());
-  const TrialResult with = run_trial(spec, test::plugins());
-  std::cerr.rdbuf(old_buffer);
-  const std::string text = said.str();
+  TrialResult with;
+  const std::string text = test::stderr_of([&] { with = run_trial(spec, test::plugins()); });
   BOOST_TEST(with.steps > 60);  // saves at 20, 40, 60, ...
   require_same_run(with, plain);
   const std::string line = "induct: could not save the training state";
@@ -668,17 +669,70 @@ BOOST_AUTO_TEST_CASE(a_damaged_state_is_detected_and_not_resumed) {
     } else {
       std::filesystem::resize_file(file, size - 100);
     }
-    std::ostringstream said;
-    auto* old = std::cerr.rdbuf(said.rdbuf());
-    const TrialResult again = run_trial(spec, test::plugins());
-    std::cerr.rdbuf(old);
+    TrialResult again;
+    const std::string message = test::stderr_of([&] { again = run_trial(spec, test::plugins()); });
     BOOST_TEST(again.resumed_at == 0, damage);
     require_same_run(again, whole);
-    const std::string message = said.str();
     BOOST_TEST(message.find(file + ": not a usable training state (" +
                             (std::string(damage) == "flip" ? "damaged" : "cut short")) !=
                    std::string::npos,
                message);
     BOOST_TEST(std::count(message.begin(), message.end(), '\n') == 1, message);  // one line
   }
+}
+
+// A state of another training (two state files swapped by hand) is said and not resumed; a
+// folder where the state should be is named as a folder.
+BOOST_AUTO_TEST_CASE(a_state_of_another_training_or_a_folder_is_said_and_not_resumed) {
+  TrialSpec a = parity_trial(6, 40, 16, 1e-3, 120);
+  a.state_dir = test::temp_dir("swapped_states");
+  a.state_every = 50;
+  a.keep_states = "none";
+  TrialSpec b = a;
+  b.seed = a.seed + 1;
+  const TrialResult whole = run_trial(b, test::plugins());
+  StopAfter stop(100);
+  BOOST_REQUIRE(to_string(run_trial(a, test::plugins(), &stop).status) == std::string("cancelled"));
+  const std::string file_a = a.state_dir + "/" + a.trajectory_key() + ".pt";
+  const std::string file_b = b.state_dir + "/" + b.trajectory_key() + ".pt";
+  BOOST_REQUIRE(std::filesystem::exists(file_a));
+  std::filesystem::rename(file_a, file_b);
+  const std::string another = ": holds the state of another training (" + a.trajectory_key() +
+                              "); training from the start\n";
+  const std::string folder =
+      ": not a usable training state (a folder, not a file); training from the start\n";
+  for (const std::string& expected : {another, folder}) {
+    TrialResult again;
+    const std::string message = test::stderr_of([&] { again = run_trial(b, test::plugins()); });
+    BOOST_TEST(again.resumed_at == 0);
+    require_same_run(again, whole);  // (with a folder, saving then fails too: a second line)
+    BOOST_TEST(message.find("induct: " + file_b + expected) == 0u, message);
+    std::filesystem::remove_all(file_b);
+    std::filesystem::create_directories(file_b + "/inside");  // a folder in the state's place
+  }
+  test::run_command("rm -rf '" + a.state_dir + "'");
+}
+
+// A temporary file left by a killed writer on this machine is removed; one of a live process,
+// or of another machine, stays.
+BOOST_AUTO_TEST_CASE(stale_partial_files_of_dead_writers_are_removed) {
+  const std::string dir = test::temp_dir("partials");
+  std::filesystem::create_directories(dir + "/states");
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  BOOST_REQUIRE(dead > 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string host = host_name(), d = std::to_string(dead), live = std::to_string(::getpid());
+  const std::vector<std::string> gone{"states/a.pt." + host + "." + d + ".partial",
+                                      "states/b.pt." + d + ".partial",
+                                      "c.pt." + host + "." + d + ".partial"};
+  const std::vector<std::string> kept{"states/d.pt." + host + "." + live + ".partial",
+                                      "states/e.pt.other-node.example." + d + ".partial",
+                                      "states/f.pt", "states/g.partial"};
+  for (const auto& name : gone) std::ofstream(dir + "/" + name) << "";
+  for (const auto& name : kept) std::ofstream(dir + "/" + name) << "";
+  BOOST_TEST(remove_stale_partial_files(dir) == gone.size());
+  for (const auto& name : gone) BOOST_TEST(!std::filesystem::exists(dir + "/" + name), name);
+  for (const auto& name : kept) BOOST_TEST(std::filesystem::exists(dir + "/" + name), name);
+  test::run_command("rm -rf '" + dir + "'");
 }
