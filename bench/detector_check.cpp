@@ -23,6 +23,7 @@
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "store/store.hpp"
+#include "study/registry.hpp"
 #include "train/cell_setup.hpp"
 #include "train/detector.hpp"
 #include "util/process.hpp"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
   std::vector<StoredTrial> runs;
   std::map<std::string, size_t> run_of;
   for (const std::string& file : stores) {
-    Store store(file);
+    Store store(file, study_outcome_tables());
     for (StoredTrial& t : store.all()) {
       const TrialResult& r = t.result;
       if (!r.finished()) continue;

@@ -414,7 +414,7 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
                                 std::string("# resolved by induct ") + INDUCT_SDK_VERSION_STRING +
                                     " from " + config.file + "\n" + resolved.c_str() + "\n");
   append_run_log(out_dir, args, global, vm, resolved.c_str());
-  induct::Store store(out_dir / "results.sqlite");
+  induct::Store store(out_dir / "results.sqlite", induct::study_outcome_tables());
   const size_t trials = config.learning_rates.size() * config.seeds.size();
   induct::install_stop_signals();  // from here on Ctrl-C and SIGTERM drain the study
   const std::unique_ptr<induct::TrialRunner> runner = induct::make_runner(config.run, trials);
@@ -553,7 +553,7 @@ int command_report(const std::vector<std::string>& args) {
   std::optional<induct::Reference> reference;
   if (vm.count("reference"))
     reference = induct::read_reference(vm["reference"].as<std::string>(), factor);
-  induct::Store store(dir / "results.sqlite");
+  induct::Store store(dir / "results.sqlite", induct::study_outcome_tables());
   induct::write_reports(store, dir, induct::study_reports(), &std::cout,
                         reference ? &*reference : nullptr, min_accuracy);
   return 0;
@@ -574,7 +574,7 @@ int command_export(const std::vector<std::string>& args) {
   if (format != "csv" && format != "jsonl")
     throw induct::ConfigError("--format " + format + ": expected csv or jsonl");
   const fs::path to = vm.count("to") ? fs::path(vm["to"].as<std::string>()) : dir / "export";
-  induct::Store store(dir / "results.sqlite");
+  induct::Store store(dir / "results.sqlite", induct::study_outcome_tables());
   const auto files = induct::export_store(
       store, to, format == "csv" ? induct::ExportFormat::kCsv : induct::ExportFormat::kJsonLines);
   if (files.empty()) std::cout << "export: the store holds no results yet\n";

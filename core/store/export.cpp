@@ -93,7 +93,7 @@ std::vector<ExportedFile> export_store(const Store& store, const fs::path& dir,
     return component_columns(store, "outcomes", "o", "task", where) + ", " +
            component_columns(store, "outcomes", "o", "model", where);
   };
-  const std::vector<Query> queries = {
+  std::vector<Query> queries = {
       {"trials", "one training (cell, N, learning rate, seed)",
        "SELECT t.key AS trial, t.cell_key, t.study, " + trial_cell +
            ", t.format, t.distribution, t.L, t.n AS N, t.lr, t.seed, t.max_steps, t.epsilon, "
@@ -106,22 +106,14 @@ std::vector<ExportedFile> export_store(const Store& store, const fs::path& dir,
       {"per_length", "one length of a training's last evaluation",
        "SELECT p.trial, p.length, p.sequences, p.loss, p.token_accuracy, p.final_accuracy "
        "FROM per_length p JOIN trials t ON t.key = p.trial ORDER BY t.rowid, p.length"},
-      {"nstar", "one N* search (cell and settings)",
-       "SELECT o.key AS outcome, o.study, o.label, o.cell_key, " + outcome_cell("nstar") +
-           ", o.format, o.distribution, o.L, o.learned, o.nstar, o.n_max, o.certified, "
-           "o.max_steps, o.epsilon, o.created FROM outcomes o WHERE o.kind = 'nstar' "
-           "ORDER BY o.rowid"},
-      {"kappa", "one length L of a sharing factor",
-       "SELECT k.outcome, o.study, o.label, " + outcome_cell("sharing") +
-           ", o.format, k.L, k.sum_fixed, k.joint AS nstar_joint, k.learned, k.certified, "
-           "k.kappa, o.max_steps, o.epsilon, o.created FROM kappas k JOIN outcomes o ON "
-           "o.key = k.outcome ORDER BY o.rowid, k.L"},
-      {"lengthgen", "one evaluated length of a length-generalization curve",
-       "SELECT c.outcome, o.study, o.label, o.cell_key, " + outcome_cell("lengthgen") +
-           ", o.format, o.distribution, o.L, o.n AS N, o.lr, o.seed, c.length, c.sequences, "
-           "c.final_accuracy, c.normalized_accuracy, c.token_accuracy, o.created FROM curves c "
-           "JOIN outcomes o ON o.key = c.outcome ORDER BY o.rowid, c.length"},
   };
+  for (const OutcomeTables& kind : store.kinds())  // each kind's own files, in the kinds' order
+    for (const OutcomeTables::Export& e : kind.exports) {
+      std::string sql = e.sql;
+      if (const size_t at = sql.find("{cell}"); at != std::string::npos)
+        sql.replace(at, 6, outcome_cell(kind.kind));
+      queries.push_back({e.stem, e.what, sql});
+    }
   fs::create_directories(dir);
   std::vector<ExportedFile> written;
   const bool json = format == ExportFormat::kJsonLines;

@@ -49,7 +49,7 @@ CREATE INDEX IF NOT EXISTS trials_by_cell ON trials (cell_key, n);
 CREATE TABLE IF NOT EXISTS outcomes (
   key     TEXT PRIMARY KEY,  -- hash of (kind, resolved cell, settings that decide it)
   study   TEXT NOT NULL,
-  kind    TEXT NOT NULL,     -- nstar | sharing | lengthgen
+  kind    TEXT NOT NULL,     -- the study kind
   label   TEXT NOT NULL,
   value   TEXT NOT NULL,     -- YAML (docs/store.md)
   created TEXT NOT NULL
@@ -75,11 +75,11 @@ ALTER TABLE outcomes ADD COLUMN model_options TEXT;
 ALTER TABLE outcomes ADD COLUMN format TEXT;
 ALTER TABLE outcomes ADD COLUMN distribution TEXT;
 ALTER TABLE outcomes ADD COLUMN L INTEGER;
-ALTER TABLE outcomes ADD COLUMN learned INTEGER;   -- nstar: 0 or 1
-ALTER TABLE outcomes ADD COLUMN nstar INTEGER;     -- nstar: NULL when not learned
+ALTER TABLE outcomes ADD COLUMN learned INTEGER;   -- filled by the kinds (OutcomeTables::write)
+ALTER TABLE outcomes ADD COLUMN nstar INTEGER;
 ALTER TABLE outcomes ADD COLUMN n_max INTEGER;
-ALTER TABLE outcomes ADD COLUMN certified INTEGER; -- nstar: 1 when every failure it rests on is proven
-ALTER TABLE outcomes ADD COLUMN n INTEGER;         -- lengthgen, probe: the trained model's N, lr, seed
+ALTER TABLE outcomes ADD COLUMN certified INTEGER;
+ALTER TABLE outcomes ADD COLUMN n INTEGER;         -- a single trained model's N, lr, seed
 ALTER TABLE outcomes ADD COLUMN lr REAL;
 ALTER TABLE outcomes ADD COLUMN seed INTEGER;
 ALTER TABLE outcomes ADD COLUMN max_steps INTEGER;
@@ -100,25 +100,6 @@ CREATE TABLE IF NOT EXISTS per_length (
   token_accuracy REAL,
   final_accuracy REAL,
   PRIMARY KEY (trial, length)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS kappas (
-  outcome   TEXT NOT NULL,  -- outcomes.key (kind sharing)
-  L         INTEGER NOT NULL,
-  sum_fixed INTEGER,
-  joint     INTEGER,
-  learned   INTEGER,
-  certified INTEGER,
-  kappa     REAL,           -- NULL when a term is not learned
-  PRIMARY KEY (outcome, L)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS curves (
-  outcome             TEXT NOT NULL,  -- outcomes.key (kind lengthgen)
-  length              INTEGER NOT NULL,
-  sequences           INTEGER,
-  final_accuracy      REAL,
-  normalized_accuracy REAL,
-  token_accuracy      REAL,
-  PRIMARY KEY (outcome, length)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS outcomes_by_cell ON outcomes (cell_key);
 )sql";
@@ -228,6 +209,19 @@ class Statement {
     sqlite3_bind_null(stmt_, i);
     return *this;
   }
+  Statement& value(int i, const Store::Value& v) {
+    switch (v.type) {
+      case Store::Value::Type::kInteger:
+        return integer(i, v.integer);
+      case Store::Value::Type::kReal:
+        return real(i, v.real);
+      case Store::Value::Type::kText:
+        return text(i, v.text);
+      case Store::Value::Type::kNull:
+        break;
+    }
+    return null(i);
+  }
   // Ready to run again (the same SQL, new bindings): one prepared statement for many rows.
   Statement& reset() {
     sqlite3_reset(stmt_);
@@ -333,9 +327,9 @@ void write_trial_details(sqlite3* db, const std::filesystem::path& file, const s
   }
 }
 
-// The columns and tables of schema 2 that an outcome's YAML fills.
+// The columns of schema 2 that every outcome's YAML fills (its kind fills the rest).
 void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
-                          const std::string& kind, const YAML::Node& value) {
+                          const YAML::Node& value) {
   Statement q(db,
               "UPDATE outcomes SET cell_key = ?, task = ?, task_options = ?, model = ?, "
               "model_options = ?, format = ?, distribution = ?, L = ?, learned = ?, nstar = ?, "
@@ -358,13 +352,6 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
   }
   if (task) q.text(2, task["name"].as<std::string>()).text(3, options_json(task));
   if (model) q.text(4, model["name"].as<std::string>()).text(5, options_json(model));
-  if (kind == "nstar" && value["learned"]) {
-    const bool learned = value["learned"].as<bool>();
-    q.integer(9, learned);
-    if (learned) q.integer(10, value["nstar"].as<int64_t>());
-    if (value["n_max"]) q.integer(11, value["n_max"].as<int64_t>());
-    q.integer(12, nstar_certified(value));
-  }
   if (value["n"]) q.integer(13, value["n"].as<int64_t>());
   if (value["lr"]) q.real(14, value["lr"].as<double>());
   if (value["seed"]) q.integer(15, value["seed"].as<int64_t>());
@@ -376,77 +363,66 @@ void fill_outcome_details(sqlite3* db, const std::filesystem::path& file, const 
     q.text(18, to_json(settings));
   }
   q.step();
-  for (const char* table : {"kappas", "curves"}) {
-    Statement clear(db, (std::string("DELETE FROM ") + table + " WHERE outcome = ?").c_str(), file);
-    clear.text(1, key).step();
-  }
-  if (kind == "sharing") {
-    Statement k(db, "INSERT OR REPLACE INTO kappas VALUES (?, ?, ?, ?, ?, ?, ?)", file);
-    for (const auto& row : value["lengths"]) {
-      k.reset();
-      const bool learned = row["learned"].as<bool>();
-      // An N* of 0 is "not learned": NULL, as the outcomes' nstar.
-      auto count_or_null = [&k](int i, int64_t n) {
-        if (n > 0)
-          k.integer(i, n);
-        else
-          k.null(i);
-      };
-      k.text(1, key).integer(2, row["L"].as<int64_t>());
-      count_or_null(3, row["sum_fixed"].as<int64_t>());
-      count_or_null(4, row["joint"].as<int64_t>());
-      k.integer(5, learned).integer(6, row["certified"].as<bool>(true));
-      if (learned)
-        k.real(7, row["kappa"].as<double>());
-      else
-        k.null(7);
-      k.step();
-    }
-  }
-  if (kind == "lengthgen") {
-    Statement c(db, "INSERT OR REPLACE INTO curves VALUES (?, ?, ?, ?, ?, ?)", file);
-    for (const auto& point : value["curve"]) {
-      c.reset();
-      c.text(1, key)
-          .integer(2, point[0].as<int64_t>())
-          .integer(3, point[1].as<int64_t>())
-          .real(4, point[2].as<double>())
-          .real(5, point[3].as<double>());
-      if (point.size() > 4)
-        c.real(6, point[4].as<double>());
-      else
-        c.null(6);
-      c.step();
-    }
-  }
+}
+
+}  // namespace
+
+OutcomeWriter::OutcomeWriter(sqlite3* db, const std::filesystem::path& file, std::string key)
+    : db_(db), file_(file), key_(std::move(key)) {}
+
+void OutcomeWriter::set(const std::string& column, const Store::Value& value) {
+  Statement q(db_, ("UPDATE outcomes SET " + column + " = ? WHERE key = ?").c_str(), file_);
+  q.value(1, value).text(2, key_).step();
+}
+
+void OutcomeWriter::insert(const std::string& table, const std::vector<Store::Value>& values) {
+  std::string sql = "INSERT OR REPLACE INTO " + table + " VALUES (?";
+  for (size_t i = 0; i < values.size(); ++i) sql += ", ?";
+  Statement q(db_, (sql + ")").c_str(), file_);
+  q.text(1, key_);
+  for (size_t i = 0; i < values.size(); ++i) q.value(static_cast<int>(i) + 2, values[i]);
+  q.step();
+}
+
+const OutcomeTables* Store::find_kind(const std::string& kind) const {
+  for (const OutcomeTables& tables : kinds_)
+    if (tables.kind == kind) return &tables;
+  return nullptr;
 }
 
 // A value whose fields do not read (a record written by hand, or by another version) leaves
 // the columns it would fill NULL: the row itself is stored whatever its YAML holds.
-void write_outcome_details(sqlite3* db, const std::filesystem::path& file, const std::string& key,
-                           const std::string& kind, const YAML::Node& value) {
+void Store::write_outcome_details(const std::string& key, const std::string& kind,
+                                  const YAML::Node& value) const {
+  const auto clear_rows = [&](const OutcomeTables& tables) {
+    for (const std::string& table : tables.tables) {
+      Statement rows(db_, ("DELETE FROM " + table + " WHERE outcome = ?").c_str(), file_);
+      rows.text(1, key).step();
+    }
+  };
+  const OutcomeTables* own = find_kind(kind);
   try {
-    fill_outcome_details(db, file, key, kind, value);
+    fill_outcome_details(db_, file_, key, value);
+    if (own) {
+      clear_rows(*own);
+      OutcomeWriter out(db_, file_, key);
+      if (own->write) own->write(value, out);
+    }
   } catch (const YAML::Exception&) {
-    Statement clear(db,
+    Statement clear(db_,
                     "UPDATE outcomes SET cell_key = NULL, task = NULL, task_options = NULL, "
                     "model = NULL, model_options = NULL, format = NULL, distribution = NULL, "
                     "L = NULL, learned = NULL, nstar = NULL, n_max = NULL, certified = NULL, "
                     "n = NULL, lr = NULL, seed = NULL, max_steps = NULL, epsilon = NULL, "
                     "settings = NULL WHERE key = ?",
-                    file);
+                    file_);
     clear.text(1, key).step();
-    for (const char* table : {"kappas", "curves"}) {
-      Statement rows(db, (std::string("DELETE FROM ") + table + " WHERE outcome = ?").c_str(),
-                     file);
-      rows.text(1, key).step();
-    }
+    if (own) clear_rows(*own);
   }
 }
 
-}  // namespace
-
-Store::Store(const std::filesystem::path& file) : file_(file) {
+Store::Store(const std::filesystem::path& file, std::vector<OutcomeTables> kinds)
+    : file_(file), kinds_(std::move(kinds)) {
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
@@ -459,6 +435,7 @@ Store::Store(const std::filesystem::path& file) : file_(file) {
     // WAL: a killed writer never corrupts the database; committed trials survive.
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     exec(kSchema);
+    for (const OutcomeTables& tables : kinds_) exec(tables.schema);
     if (version() != kSchemaVersion) upgrade();
   } catch (const std::exception& e) {
     sqlite3_close(db_);
@@ -504,7 +481,7 @@ void Store::upgrade() {
     Statement outcomes(db_, "SELECT key, kind, value FROM outcomes", file_);
     while (outcomes.step()) {
       try {
-        write_outcome_details(db_, file_, outcomes.column_text(0), outcomes.column_text(1),
+        write_outcome_details(outcomes.column_text(0), outcomes.column_text(1),
                               YAML::Load(outcomes.column_text(2)));
       } catch (const YAML::Exception&) {
       }
@@ -597,7 +574,7 @@ void Store::put_outcome_row(const StoredOutcome& o) {
       .text(5, dump(o.value))
       .text(6, now_utc());
   q.step();
-  write_outcome_details(db_, file_, o.key, o.kind, o.value);
+  write_outcome_details(o.key, o.kind, o.value);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/trial.hpp"
@@ -29,7 +30,7 @@ struct StoredTrial {
 struct StoredOutcome {
   std::string key;  // hash of (kind, the cell, the settings that decide the outcome)
   std::string study;
-  std::string kind;  // nstar | sharing | lengthgen
+  std::string kind;  // the study kind (its OutcomeTables, if any, fill its own tables)
   std::string label;
   YAML::Node value;
   std::string created;
@@ -44,13 +45,39 @@ std::string cell_key(const Cell& cell);
 // path was re-run without the detector.
 bool nstar_certified(const YAML::Node& outcome);
 
+class OutcomeWriter;
+
+// What a study kind keeps beyond its row of `outcomes` (each kind's folder defines its own;
+// core/study/registry.cpp hands them to the store): its tables, how its outcome's YAML fills
+// them and the outcome row's columns, and the files `induct export` writes from them. The
+// store and the export loop over these and name no kind.
+struct OutcomeTables {
+  std::string kind;
+  // CREATE TABLE IF NOT EXISTS ... for each of its tables, their first column `outcome`
+  // (outcomes.key); run on every open.
+  std::string schema;
+  std::vector<std::string> tables;  // their names: an outcome's rows are replaced on each write
+  // Fills the row's columns and the tables from a stored outcome's YAML (a YAML::Exception
+  // leaves them empty: the outcome row itself is stored whatever its YAML holds).
+  std::function<void(const YAML::Node& value, OutcomeWriter& out)> write;
+  struct Export {
+    std::string stem, what;  // the file's name and what one row is
+    // SELECT ... : `{cell}` is replaced by the outcome's task and model and their options as
+    // columns (of this kind's outcomes; the outcomes table has the alias `o`).
+    std::string sql;
+  };
+  std::vector<Export> exports;
+};
+
 class Store {
  public:
   static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the database. A version-1 store is upgraded in place, in one transaction
   // (its rows' columns and tables filled from their YAML); a newer version is refused.
-  explicit Store(const std::filesystem::path& file);
+  // `kinds`: the study kinds whose tables it creates and fills (and exports); outcomes of
+  // other kinds keep only their row.
+  explicit Store(const std::filesystem::path& file, std::vector<OutcomeTables> kinds = {});
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -67,6 +94,7 @@ class Store {
   std::optional<StoredOutcome> find_outcome(const std::string& key) const;
   std::vector<StoredOutcome> outcomes() const;
   const std::filesystem::path& file() const { return file_; }
+  const std::vector<OutcomeTables>& kinds() const { return kinds_; }
 
   // A read-only SQL query over the store (`induct export`): `row` gets each row's values, typed
   // as SQLite gives them; `columns` the result's column names.
@@ -75,6 +103,9 @@ class Store {
     int64_t integer = 0;
     double real = 0;
     std::string text;
+    static Value of(int64_t n) { return {Type::kInteger, n, 0, {}}; }
+    static Value of(double x) { return {Type::kReal, 0, x, {}}; }
+    static Value of(std::string s) { return {Type::kText, 0, 0, std::move(s)}; }
   };
   void select(const std::string& sql, std::vector<std::string>& columns,
               const std::function<void(const std::vector<Value>& row)>& row) const;
@@ -89,8 +120,27 @@ class Store {
   void put_row(const std::string& study, const TrialSpec& spec, const TrialResult& result);
   void put_outcome_row(const StoredOutcome& outcome);
   std::vector<StoredTrial> rows(bool skip_undecodable) const;
+  const OutcomeTables* find_kind(const std::string& kind) const;
+  void write_outcome_details(const std::string& key, const std::string& kind,
+                             const YAML::Node& value) const;
   std::filesystem::path file_;
+  std::vector<OutcomeTables> kinds_;
   sqlite3* db_ = nullptr;
+};
+
+// Handed to OutcomeTables::write inside the store's transaction, for one outcome.
+class OutcomeWriter {
+ public:
+  OutcomeWriter(sqlite3* db, const std::filesystem::path& file, std::string key);
+  // Sets a column of the outcome's row (learned, nstar, n_max, certified, ...).
+  void set(const std::string& column, const Store::Value& value);
+  // Adds a row to one of the kind's tables: the outcome's key, then `values` in column order.
+  void insert(const std::string& table, const std::vector<Store::Value>& values);
+
+ private:
+  sqlite3* db_;
+  const std::filesystem::path& file_;
+  std::string key_;
 };
 
 }  // namespace induct

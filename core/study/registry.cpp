@@ -1,11 +1,10 @@
 // The study kinds: one row each, with everything a kind brings (its name, its factory, the
-// measurements its trials take in the worker). Adding a kind is a folder under core/study/
-// and a row here (docs/design.md).
+// measurements its trials take in the worker, the tables it stores and exports). Adding a kind is a
+// folder under core/study/ and a row here (docs/design.md).
 #include "study/registry.hpp"
 
 #include <utility>
 
-#include "probe/measure.hpp"
 #include "study/kind.hpp"
 #include "study/prepare.hpp"
 #include "train/generalization.hpp"
@@ -18,6 +17,9 @@ std::unique_ptr<Study> make_nstar_study();
 std::unique_ptr<Study> make_sharing_study();
 std::unique_ptr<Study> make_lengthgen_study();
 std::unique_ptr<Study> make_probe_study();
+OutcomeTables nstar_outcome_tables();
+OutcomeTables sharing_outcome_tables();
+OutcomeTables lengthgen_outcome_tables();
 
 namespace {
 
@@ -25,15 +27,19 @@ struct Kind {
   std::string name;
   std::unique_ptr<Study> (*make)();
   std::vector<std::pair<std::string, Measurement>> measurements;  // by the name trials use
+  OutcomeTables (*tables)();  // nullptr: its outcomes keep only their row
 };
 
 const std::vector<Kind>& kinds() {
   static const std::vector<Kind> table = {
-      {"train", make_train_study, {}},
-      {"nstar", make_nstar_study, {}},
-      {"sharing", make_sharing_study, {}},
-      {"lengthgen", make_lengthgen_study, {{"lengthgen", measure_lengthgen}}},
-      {"probe", make_probe_study, {{"probe", measure_probe}}},
+      {"train", make_train_study, {}, nullptr},
+      {"nstar", make_nstar_study, {}, nstar_outcome_tables},
+      {"sharing", make_sharing_study, {}, sharing_outcome_tables},
+      {"lengthgen",
+       make_lengthgen_study,
+       {{"lengthgen", measure_lengthgen}},
+       lengthgen_outcome_tables},
+      {"probe", make_probe_study, {}, nullptr},  // probes are measured by the coordinator
   };
   return table;
 }
@@ -53,11 +59,6 @@ const std::vector<std::string>& study_kinds() {
     return out;
   }();
   return names;
-}
-
-std::shared_ptr<const Study> make_study(const std::string& name) {
-  const Kind* kind = find_kind(name);
-  return kind ? std::shared_ptr<const Study>(kind->make()) : nullptr;
 }
 
 const StudyKinds& study_kind_reader() {
@@ -84,6 +85,13 @@ const Measurements& study_measurements() {
     return out;
   }();
   return all;
+}
+
+std::vector<OutcomeTables> study_outcome_tables() {
+  std::vector<OutcomeTables> out;
+  for (const Kind& kind : kinds())
+    if (kind.tables) out.push_back(kind.tables());
+  return out;
 }
 
 std::vector<KindReport> study_reports() {

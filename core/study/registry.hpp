@@ -1,6 +1,6 @@
 // The study kinds: the one table of what each kind brings (core/study/registry.cpp), and what
 // the layers below are handed from it (the config reader's StudyKinds, the workers'
-// Measurements, the report's KindReports).
+// Measurements, the store's OutcomeTables, the report's KindReports).
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 
 #include "config/study_config.hpp"
 #include "report/reports.hpp"
+#include "store/store.hpp"
 #include "study/kind.hpp"
 #include "train/measurement.hpp"
 
@@ -16,13 +17,13 @@ namespace induct {
 
 // The kinds' names, in the order their reports appear.
 const std::vector<std::string>& study_kinds();
-// The kind `kind` with default settings; nullptr for an unknown kind.
-std::shared_ptr<const Study> make_study(const std::string& kind);
 
 // What the config reader needs of the kinds.
 const StudyKinds& study_kind_reader();
 // Every kind's measurements (what a worker may be asked to take).
 const Measurements& study_measurements();
+// The tables of every kind that keeps its own (for Store), in the table's order.
+std::vector<OutcomeTables> study_outcome_tables();
 // Every kind's report, in the table's order.
 std::vector<KindReport> study_reports();
 

@@ -12,6 +12,7 @@
 
 #include "induct/version.hpp"
 #include "store/store.hpp"
+#include "study/registry.hpp"
 #include "support.hpp"
 
 using namespace induct::test;
@@ -288,7 +289,7 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
     ::usleep(20'000);
     if (std::ifstream(killed + "/results.sqlite").good()) {
       try {
-        induct::Store store(killed + "/results.sqlite");
+        induct::Store store(killed + "/results.sqlite", induct::study_outcome_tables());
         stored = store.all().size();
       } catch (const std::exception&) {
       }
@@ -299,7 +300,7 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   ::usleep(200'000);
   std::map<std::string, std::string> before;  // key -> created + result, finished trials only
   {
-    induct::Store store(killed + "/results.sqlite");
+    induct::Store store(killed + "/results.sqlite", induct::study_outcome_tables());
     for (const auto& t : store.all())
       if (t.result.finished()) before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
@@ -312,7 +313,7 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   CommandResult resumed = run_command(kInduct + " run " + study + " --out " + killed);
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   BOOST_TEST(read(killed + "/tiny_nstar.md") == read(clean + "/tiny_nstar.md"));
-  induct::Store store(killed + "/results.sqlite");
+  induct::Store store(killed + "/results.sqlite", induct::study_outcome_tables());
   size_t unchanged = 0;
   for (const auto& t : store.all()) {
     auto found = before.find(t.key);
@@ -342,7 +343,8 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
     ::usleep(20'000);
     if (std::ifstream(dir + "/results.sqlite").good()) {
       try {
-        stored = induct::Store(dir + "/results.sqlite").all().size();
+        stored =
+            induct::Store(dir + "/results.sqlite", induct::study_outcome_tables()).all().size();
       } catch (const std::exception&) {
       }
     }
@@ -371,7 +373,7 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
 
   std::map<std::string, std::string> before;  // key -> created + result, finished trials only
   {
-    induct::Store store(dir + "/results.sqlite");
+    induct::Store store(dir + "/results.sqlite", induct::study_outcome_tables());
     for (const auto& t : store.all())
       if (t.result.finished()) before[t.key] = t.created + YAML::Dump(t.result.to_yaml());
   }
@@ -402,7 +404,7 @@ BOOST_AUTO_TEST_CASE(a_terminated_study_drains_and_resumes) {
     BOOST_TEST(r["config"]["study"].as<std::string>() == "nstar");
     BOOST_TEST(!r["started"].as<std::string>().empty());
   }
-  induct::Store store(dir + "/results.sqlite");
+  induct::Store store(dir + "/results.sqlite", induct::study_outcome_tables());
   size_t unchanged = 0;
   for (const auto& t : store.all()) {
     auto found = before.find(t.key);
@@ -428,7 +430,7 @@ bool can_mount_tmpfs() {
 // Every stored trial's numbers, by key, without the seconds it took.
 std::map<std::string, std::string> stored_numbers(const std::string& dir) {
   std::map<std::string, std::string> out;
-  induct::Store store(dir + "/results.sqlite");
+  induct::Store store(dir + "/results.sqlite", induct::study_outcome_tables());
   for (const auto& t : store.all()) {
     YAML::Node result = t.result.to_yaml();
     result.remove("seconds");

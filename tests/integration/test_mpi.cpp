@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "store/store.hpp"
+#include "study/registry.hpp"
 #include "support.hpp"
 
 using namespace induct::test;
@@ -22,7 +23,7 @@ const std::string kMpirun =
 std::map<std::string, std::string> finished_trials(const std::string& dir,
                                                    bool with_created = false) {
   std::map<std::string, std::string> out;
-  induct::Store store(dir + "/results.sqlite");
+  induct::Store store(dir + "/results.sqlite", induct::study_outcome_tables());
   for (auto t : store.all()) {
     if (t.result.status == induct::TrialStatus::kCancelled ||
         t.result.status == induct::TrialStatus::kError)
@@ -36,7 +37,7 @@ std::map<std::string, std::string> finished_trials(const std::string& dir,
 size_t stored_trials(const std::string& dir) {
   if (!std::ifstream(dir + "/results.sqlite").good()) return 0;
   try {
-    return induct::Store(dir + "/results.sqlite").all().size();
+    return induct::Store(dir + "/results.sqlite", induct::study_outcome_tables()).all().size();
   } catch (const std::exception&) {
     return 0;
   }

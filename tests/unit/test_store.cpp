@@ -12,6 +12,7 @@
 #include "store/export.hpp"
 #include "store/json.hpp"
 #include "store/store.hpp"
+#include "study/registry.hpp"
 #include "support.hpp"
 
 using namespace induct;
@@ -75,7 +76,7 @@ BOOST_AUTO_TEST_CASE(a_version_1_store_is_upgraded_in_place_keeping_every_row) {
   BOOST_REQUIRE(trials_before.size() == 24u);
   BOOST_REQUIRE(outcomes_before.size() == 9u);
   {
-    Store store(file);
+    Store store(file, study_outcome_tables());
     // Every row and every value of version 1, unchanged.
     BOOST_TEST(raw_rows(file, trials_sql) == trials_before);
     BOOST_TEST(raw_rows(file, outcomes_sql) == outcomes_before);
@@ -169,7 +170,7 @@ BOOST_AUTO_TEST_CASE(
       return test::run_command("python3 -c 'import csv, sqlite3, json'").exit_code == 0;
     })) {
   const std::string dir = upgraded_copy("export");
-  { Store store(dir + "/results.sqlite"); }  // the upgrade
+  { Store store(dir + "/results.sqlite", study_outcome_tables()); }  // the upgrade
   for (const char* format : {"csv", "jsonl"}) {
     const test::CommandResult r =
         test::run_command(std::string(INDUCT_BINARY) + " export " + dir + " --format " + format);
@@ -279,4 +280,51 @@ BOOST_AUTO_TEST_CASE(a_cell_not_learned_says_why) {
     BOOST_TEST(not_learned_mark(not_learned_reason(s.outcome, trials_by_cell(s.trials)).why) ==
                "partial");
   }
+}
+
+// A study kind brings its own tables: the store creates and fills them and the export writes
+// them, with no line of the store or the export naming the kind (a toy kind here).
+BOOST_AUTO_TEST_CASE(a_kind_brings_its_own_table_and_export) {
+  OutcomeTables toy;
+  toy.kind = "toy";
+  toy.schema =
+      "CREATE TABLE IF NOT EXISTS toy_points (outcome TEXT NOT NULL, x INTEGER, y REAL, "
+      "PRIMARY KEY (outcome, x)) WITHOUT ROWID;";
+  toy.tables = {"toy_points"};
+  toy.write = [](const YAML::Node& value, OutcomeWriter& out) {
+    out.set("n", Store::Value::of(value["n"].as<int64_t>()));
+    for (const auto& point : value["points"])
+      out.insert("toy_points", {Store::Value::of(point[0].as<int64_t>()),
+                                Store::Value::of(point[1].as<double>())});
+  };
+  toy.exports = {{"toy", "one point of a toy outcome",
+                  "SELECT p.outcome, o.label, {cell}, o.n, p.x, p.y FROM toy_points p JOIN "
+                  "outcomes o ON o.key = p.outcome ORDER BY o.rowid, p.x"}};
+  const std::string dir = test::temp_dir("toy-kind");
+  Store store(dir + "/results.sqlite", {toy});
+  StoredOutcome outcome{
+      "k1",
+      "s",
+      "toy",
+      "cell one",
+      YAML::Load("{n: 64, task: {name: modular, m: 2}, model: {name: lstm, hidden: 8}, "
+                 "points: [[1, 0.5], [2, 0.25]]}"),
+      ""};
+  store.put_outcome(outcome);
+  outcome.value["points"] = YAML::Load("[[3, 0.125]]");  // a rewrite replaces its rows
+  store.put_outcome(outcome);
+  const auto files = export_store(store, dir + "/export", ExportFormat::kCsv);
+  BOOST_REQUIRE_EQUAL(files.size(), 1u);
+  BOOST_TEST(files[0].path.filename().string() == "toy.csv");
+  BOOST_TEST(files[0].rows == 1u);
+  BOOST_TEST(
+      test::read(files[0].path.string()) ==
+      "outcome,label,task,task.m,model,model.hidden,n,x,y\nk1,cell one,modular,2,lstm,8,64,3,"
+      "0.125\n");
+  // Without the kind, the outcome keeps its row and the store names no table of it.
+  Store plain(dir + "/plain.sqlite");
+  plain.put_outcome(outcome);
+  BOOST_TEST(plain.outcomes().size() == 1u);
+  BOOST_TEST(export_store(plain, dir + "/plain", ExportFormat::kCsv).empty());
+  test::run_command("rm -rf '" + dir + "'");
 }

@@ -562,7 +562,7 @@ training: {learning_rates: [1e-3, 1e-4], seeds: [10, 20], stall_window: 0}
     auto outcome = [&](Run& run) {
       YAML::Node value;
       {
-        Store store(run.dir + "/results.sqlite");
+        Store store(run.dir + "/results.sqlite", study_outcome_tables());
         ScriptRunner runner(c, run.cells.at(0).plan.n_max, states);
         StudyRun study{run.config, test::plugins(), store, runner, run.progress, run.dir, run.out};
         BOOST_REQUIRE(run_study(study, run.cells) == 0);
@@ -665,7 +665,7 @@ BOOST_AUTO_TEST_CASE(status_names_a_damaged_file_and_knows_a_run_by_its_lock) {
 BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
   const std::string dir = test::temp_dir("locked_store");
   const std::string file = dir + "/results.sqlite";
-  Store store(file);
+  Store store(file, study_outcome_tables());
   sqlite3* other = nullptr;
   BOOST_REQUIRE(sqlite3_open(file.c_str(), &other) == SQLITE_OK);
   BOOST_REQUIRE(sqlite3_exec(other, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
@@ -706,7 +706,7 @@ BOOST_AUTO_TEST_CASE(a_locked_store_is_waited_for_and_the_write_kept) {
 // for a trial it did not finish) never replaces a finished result of the same trial.
 BOOST_AUTO_TEST_CASE(a_cancelled_record_never_replaces_a_finished_result) {
   const std::string dir = test::temp_dir("record_after_result");
-  Store store(dir + "/results.sqlite");
+  Store store(dir + "/results.sqlite", study_outcome_tables());
   TrialSpec spec;
   spec.cell.task = YAML::Load("{name: modular, m: 2}");
   spec.cell.model = YAML::Load("{name: lstm, hidden: 8}");
@@ -759,7 +759,7 @@ BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
   const std::string dir = test::temp_dir("corrupt_row");
   const std::string file = dir + "/results.sqlite";
   {
-    Store store(file);
+    Store store(file, study_outcome_tables());
     StoredOutcome outcome;
     outcome.key = "k1";
     outcome.study = "s";
@@ -773,7 +773,7 @@ BOOST_AUTO_TEST_CASE(a_corrupt_row_names_its_table_key_and_column) {
   BOOST_REQUIRE(sqlite3_exec(other, "UPDATE outcomes SET value = '{nstar: [' WHERE key = 'k1'",
                              nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(other);
-  Store store(file);
+  Store store(file, study_outcome_tables());
   try {
     store.find_outcome("k1");
     BOOST_FAIL("no error");

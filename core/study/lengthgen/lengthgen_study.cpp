@@ -11,6 +11,7 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
+#include "store/store.hpp"
 #include "study/kind.hpp"
 #include "study/step.hpp"
 #include "train/generalization.hpp"
@@ -313,5 +314,38 @@ void LengthGenStudy::report(ReportContext& report) const {
 }  // namespace
 
 std::unique_ptr<Study> make_lengthgen_study() { return std::make_unique<LengthGenStudy>(); }
+
+// A lengthgen outcome keeps its curve, one row per evaluated length, in `curves`; it exports
+// as lengthgen.csv.
+OutcomeTables lengthgen_outcome_tables() {
+  OutcomeTables t;
+  t.kind = "lengthgen";
+  t.schema = R"sql(
+CREATE TABLE IF NOT EXISTS curves (
+  outcome             TEXT NOT NULL,  -- outcomes.key (kind lengthgen)
+  length              INTEGER NOT NULL,
+  sequences           INTEGER,
+  final_accuracy      REAL,
+  normalized_accuracy REAL,
+  token_accuracy      REAL,
+  PRIMARY KEY (outcome, length)
+) WITHOUT ROWID;
+)sql";
+  t.tables = {"curves"};
+  t.write = [](const YAML::Node& value, OutcomeWriter& out) {
+    for (const auto& point : value["curve"])  // [length, sequences, final, normalized, token]
+      out.insert(
+          "curves",
+          {Store::Value::of(point[0].as<int64_t>()), Store::Value::of(point[1].as<int64_t>()),
+           Store::Value::of(point[2].as<double>()), Store::Value::of(point[3].as<double>()),
+           point.size() > 4 ? Store::Value::of(point[4].as<double>()) : Store::Value{}});
+  };
+  t.exports = {{"lengthgen", "one evaluated length of a length-generalization curve",
+                "SELECT c.outcome, o.study, o.label, o.cell_key, {cell}, o.format, "
+                "o.distribution, o.L, o.n AS N, o.lr, o.seed, c.length, c.sequences, "
+                "c.final_accuracy, c.normalized_accuracy, c.token_accuracy, o.created FROM "
+                "curves c JOIN outcomes o ON o.key = c.outcome ORDER BY o.rowid, c.length"}};
+  return t;
+}
 
 }  // namespace induct

@@ -10,6 +10,7 @@
 #include "report/not_learned.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
+#include "store/store.hpp"
 #include "study/kind.hpp"
 #include "study/search_runner.hpp"
 #include "util/files.hpp"
@@ -245,5 +246,24 @@ void NstarStudy::report(ReportContext& report) const {
 }  // namespace
 
 std::unique_ptr<Study> make_nstar_study() { return std::make_unique<NstarStudy>(); }
+
+// An N* outcome fills the row's learned, nstar, n_max and certified; it exports as nstar.csv.
+OutcomeTables nstar_outcome_tables() {
+  OutcomeTables t;
+  t.kind = "nstar";
+  t.write = [](const YAML::Node& value, OutcomeWriter& out) {
+    if (!value["learned"]) return;
+    const bool learned = value["learned"].as<bool>();
+    out.set("learned", Store::Value::of(int64_t{learned}));
+    if (learned) out.set("nstar", Store::Value::of(value["nstar"].as<int64_t>()));
+    if (value["n_max"]) out.set("n_max", Store::Value::of(value["n_max"].as<int64_t>()));
+    out.set("certified", Store::Value::of(int64_t{nstar_certified(value)}));
+  };
+  t.exports = {{"nstar", "one N* search (cell and settings)",
+                "SELECT o.key AS outcome, o.study, o.label, o.cell_key, {cell}, o.format, "
+                "o.distribution, o.L, o.learned, o.nstar, o.n_max, o.certified, o.max_steps, "
+                "o.epsilon, o.created FROM outcomes o WHERE o.kind = 'nstar' ORDER BY o.rowid"}};
+  return t;
+}
 
 }  // namespace induct

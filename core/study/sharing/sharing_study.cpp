@@ -8,6 +8,7 @@
 #include "report/context.hpp"
 #include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
+#include "store/store.hpp"
 #include "study/kind.hpp"
 #include "study/search_runner.hpp"
 #include "util/files.hpp"
@@ -232,5 +233,45 @@ void SharingStudy::report(ReportContext& report) const {
 }  // namespace
 
 std::unique_ptr<Study> make_sharing_study() { return std::make_unique<SharingStudy>(); }
+
+// A sharing outcome keeps one row per length L in `kappas`; it exports as kappa.csv.
+OutcomeTables sharing_outcome_tables() {
+  OutcomeTables t;
+  t.kind = "sharing";
+  t.schema = R"sql(
+CREATE TABLE IF NOT EXISTS kappas (
+  outcome   TEXT NOT NULL,  -- outcomes.key (kind sharing)
+  L         INTEGER NOT NULL,
+  sum_fixed INTEGER,
+  joint     INTEGER,
+  learned   INTEGER,
+  certified INTEGER,
+  kappa     REAL,           -- NULL when a term is not learned
+  PRIMARY KEY (outcome, L)
+) WITHOUT ROWID;
+)sql";
+  t.tables = {"kappas"};
+  t.write = [](const YAML::Node& value, OutcomeWriter& out) {
+    // An N* of 0 is "not learned": NULL, as the outcomes' nstar.
+    const auto count_or_null = [](int64_t n) {
+      return n > 0 ? Store::Value::of(n) : Store::Value{};
+    };
+    for (const auto& row : value["lengths"]) {
+      const bool learned = row["learned"].as<bool>();
+      out.insert(
+          "kappas",
+          {Store::Value::of(row["L"].as<int64_t>()), count_or_null(row["sum_fixed"].as<int64_t>()),
+           count_or_null(row["joint"].as<int64_t>()), Store::Value::of(int64_t{learned}),
+           Store::Value::of(int64_t{row["certified"].as<bool>(true)}),
+           learned ? Store::Value::of(row["kappa"].as<double>()) : Store::Value{}});
+    }
+  };
+  t.exports = {{"kappa", "one length L of a sharing factor",
+                "SELECT k.outcome, o.study, o.label, {cell}, o.format, k.L, k.sum_fixed, "
+                "k.joint AS nstar_joint, k.learned, k.certified, k.kappa, o.max_steps, "
+                "o.epsilon, o.created FROM kappas k JOIN outcomes o ON o.key = k.outcome "
+                "ORDER BY o.rowid, k.L"}};
+  return t;
+}
 
 }  // namespace induct
