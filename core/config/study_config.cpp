@@ -241,13 +241,32 @@ void refuse_interpolation(const Options& root, const std::string& file, const YA
   }
 }
 
-StudyConfig read(const Options& root, const std::string& file,
-                 const std::vector<std::string>& overrides, const StudyKinds& kinds) {
+}  // namespace
+
+Options read_study_document(const std::string& file, const std::vector<std::string>& overrides) {
+  const Options root = yaml::load_file(file, overrides);
   refuse_interpolation(root, file, yaml::raw(root), "");
+  return root;
+}
+
+Options read_study_document_text(const std::string& text, const std::string& name,
+                                 const std::vector<std::string>& overrides) {
+  const Options root = yaml::load_string(text, name, overrides);
+  refuse_interpolation(root, name, yaml::raw(root), "");
+  return root;
+}
+
+std::string read_study_kind(const Options& root, const std::vector<std::string>& kinds) {
+  return one_of(root, "study", "train", kinds);
+}
+
+StudyConfig read_study(const Options& root, const std::string& file,
+                       const std::vector<std::string>& overrides, const std::string& kind,
+                       const CellKeys& keys) {
   StudyConfig study;
   study.file = file;
   study.root = root;
-  study.kind = one_of(root, "study", "train", kinds.names);
+  study.kind = kind;
   study.name = root.get<std::string>("name", std::filesystem::path(file).stem().string());
   if (study.name.empty() || study.name.find('/') != std::string::npos)
     root.fail("name", "must be a non-empty name without '/'");
@@ -271,7 +290,6 @@ StudyConfig read(const Options& root, const std::string& file,
     }
     report.reject_unknown_keys("report");
   }
-  study.study = kinds.make(study.kind, root);
   // Cells: the sections are read per grid point, from the document with that point applied.
   for (const char* section : {"task", "model", "data"}) root.claim(section);
   std::vector<GridAxis> axes;
@@ -311,9 +329,8 @@ StudyConfig read(const Options& root, const std::string& file,
     }
     // The grid itself is not part of a cell's document (a cell holds no copy of it).
     Options cell_root = axes.empty() ? root : yaml::derive(root, assignments, {"grid"});
-    CellSpec cell = read_cell(cell_root, kinds.cell_keys(*study.study));
+    CellSpec cell = read_cell(cell_root, keys);
     cell.grid_label = label;
-    kinds.check_cell(*study.study, root, cell);
     study.cells.push_back(cell);
     // Next grid point (odometer, last axis fastest).
     size_t a = axes.size();
@@ -321,18 +338,6 @@ StudyConfig read(const Options& root, const std::string& file,
     if (a == 0) break;
   }
   return study;
-}
-
-}  // namespace
-
-StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides,
-                       const StudyKinds& kinds) {
-  return read(yaml::load_file(file, overrides), file, overrides, kinds);
-}
-
-StudyConfig read_study_text(const std::string& text, const std::string& name,
-                            const std::vector<std::string>& overrides, const StudyKinds& kinds) {
-  return read(yaml::load_string(text, name, overrides), name, overrides, kinds);
 }
 
 }  // namespace induct

@@ -14,27 +14,13 @@
 
 namespace induct {
 
-class Study;  // study/kind.hpp: the reader makes and holds it through StudyKinds, never calls it
+class Study;  // study/kind.hpp: the study layer makes it and sets StudyConfig::study
 
 // Which keys of a cell's `data:` section the kind reads (the others are unknown keys).
 struct CellKeys {
   bool distribution_and_L = true;  // false: the study sets them per cell it expands (sharing)
   enum class N { kNone, kRequired, kMaxByDefault };
   N n = N::kNone;  // kRequired: `N` (a number or "max"); kMaxByDefault: the same, "max" if absent
-};
-
-struct CellSpec;
-
-// What the reader needs of the study kinds; the study layer's registry hands it
-// (study/registry.hpp: load_study).
-struct StudyKinds {
-  std::vector<std::string> names;  // the values of `study:`
-  // The kind `name` with its own sections of `root` read (e.g. `search:`).
-  std::function<std::shared_ptr<const Study>(const std::string& name, const Options& root)> make;
-  // Which keys of a cell's `data:` section it reads.
-  std::function<CellKeys(const Study& study)> cell_keys;
-  // Its limits on one cell (a ConfigError naming the key).
-  std::function<void(const Study& study, const Options& root, const CellSpec& cell)> check_cell;
 };
 
 // One cell: what is learned (task), by what (model), from what data. Read from the study
@@ -62,8 +48,10 @@ inline constexpr double kDefaultMinAccuracy = 0.9;
 
 struct StudyConfig {
   std::string file;
-  std::string kind;  // StudyKinds::names: train | nstar | sharing | lengthgen | probe
-  std::shared_ptr<const Study> study;  // the kind, with its own sections read (study/kind.hpp)
+  std::string kind;  // the value of `study:`, one of the study layer's kinds
+  // The kind, with its own sections read: set by the study layer (study/registry.hpp,
+  // load_study), which reads those sections; the reader here never calls it.
+  std::shared_ptr<const Study> study;
   std::string name;
   Options root;  // the study document without grid values
   std::vector<CellSpec> cells;
@@ -86,14 +74,24 @@ struct StudyConfig {
 // 16-bit values), far past the paper (L <= 40); asking for more is an error naming the key.
 inline constexpr long kMaxLength = SequenceSet::kMaxLength;
 
-// Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
-// re-read with that grid point applied). Keys of the task and model sections are read by
-// their plugins later (study/prepare.hpp, prepare_study, checks them); everything else unknown is
-// an error here.
-StudyConfig read_study(const std::string& file, const std::vector<std::string>& overrides,
-                       const StudyKinds& kinds);
+// A study file as a document: its YAML read (yaml::load_file), the overrides applied and
+// ${...} refused (induct does not interpolate).
+Options read_study_document(const std::string& file, const std::vector<std::string>& overrides);
 // The same from text (tests).
-StudyConfig read_study_text(const std::string& text, const std::string& name,
-                            const std::vector<std::string>& overrides, const StudyKinds& kinds);
+Options read_study_document_text(const std::string& text, const std::string& name,
+                                 const std::vector<std::string>& overrides);
+
+// The value of `study:` (train when absent), one of `kinds`.
+std::string read_study_kind(const Options& root, const std::vector<std::string>& kinds);
+
+// Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
+// re-read with that grid point applied), a cell's `data:` keys as the kind reads them
+// (`keys`). The kind reads its own sections first (they are then claimed); keys of the task
+// and model sections are read by their plugins later (study/prepare.hpp, prepare_study, checks
+// them); everything else unknown is an error here. The kind's checks of each cell are the
+// study layer's (Study::check_cell).
+StudyConfig read_study(const Options& root, const std::string& file,
+                       const std::vector<std::string>& overrides, const std::string& kind,
+                       const CellKeys& keys);
 
 }  // namespace induct

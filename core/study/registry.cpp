@@ -61,22 +61,6 @@ const std::vector<std::string>& study_kinds() {
   return names;
 }
 
-const StudyKinds& study_kind_reader() {
-  static const StudyKinds reader{
-      study_kinds(),
-      [](const std::string& name, const Options& root) -> std::shared_ptr<const Study> {
-        std::shared_ptr<Study> study = find_kind(name)->make();  // the reader checked the name
-        study->read(root);
-        return study;
-      },
-      [](const Study& study) { return study.cell_keys(); },
-      [](const Study& study, const Options& root, const CellSpec& cell) {
-        study.check_cell(root, cell);
-      },
-  };
-  return reader;
-}
-
 const Measurements& study_measurements() {
   static const Measurements all = [] {
     Measurements out;
@@ -103,13 +87,30 @@ std::vector<KindReport> study_reports() {
   return out;
 }
 
+namespace {
+
+// The config reader reads what the core owns; the kind reads its own sections (before the
+// reader refuses unknown keys) and checks each cell.
+StudyConfig read_with_kind(const Options& root, const std::string& file,
+                           const std::vector<std::string>& overrides) {
+  const std::string name = read_study_kind(root, study_kinds());
+  std::shared_ptr<Study> study = find_kind(name)->make();  // read_study_kind checked the name
+  study->read(root);
+  StudyConfig config = read_study(root, file, overrides, name, study->cell_keys());
+  for (const CellSpec& cell : config.cells) study->check_cell(root, cell);
+  config.study = std::move(study);
+  return config;
+}
+
+}  // namespace
+
 StudyConfig load_study(const std::string& file, const std::vector<std::string>& overrides) {
-  return read_study(file, overrides, study_kind_reader());
+  return read_with_kind(read_study_document(file, overrides), file, overrides);
 }
 
 StudyConfig load_study_text(const std::string& text, const std::string& name,
                             const std::vector<std::string>& overrides) {
-  return read_study_text(text, name, overrides, study_kind_reader());
+  return read_with_kind(read_study_document_text(text, name, overrides), name, overrides);
 }
 
 std::vector<PreparedCell> Study::expand(const CellSpec& spec,

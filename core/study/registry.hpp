@@ -1,6 +1,6 @@
 // The study kinds: the one table of what each kind brings (core/study/registry.cpp), and what
-// the layers below are handed from it (the config reader's StudyKinds, the workers'
-// Measurements, the store's OutcomeTables, the report's KindReports).
+// the layers below are handed from it (the workers' Measurements, the store's OutcomeTables,
+// the report's KindReports); load_study reads a study file with its kind.
 #pragma once
 
 #include <memory>
@@ -18,8 +18,6 @@ namespace induct {
 // The kinds' names, in the order their reports appear.
 const std::vector<std::string>& study_kinds();
 
-// What the config reader needs of the kinds.
-const StudyKinds& study_kind_reader();
 // Every kind's measurements (what a worker may be asked to take).
 const Measurements& study_measurements();
 // The tables of every kind that keeps its own (for Store), in the table's order.
