@@ -36,11 +36,25 @@ class ZmTask final : public Task {
   int64_t m_;
 };
 
-// The build's real plugins, loaded once per test binary.
+// The folders of INDUCT_TEST_PLUGIN_PATH (':'-separated; none when unset): a plugin author's
+// libraries, loaded beside the build's (test_models runs its generic checks on their models).
+inline std::vector<std::string> extra_plugin_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("INDUCT_TEST_PLUGIN_PATH")) {
+    std::stringstream folders(path);
+    for (std::string dir; std::getline(folders, dir, ':');)
+      if (!dir.empty()) dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+// The build's real plugins and those of INDUCT_TEST_PLUGIN_PATH, loaded once per test binary.
 inline PluginRegistry& plugins() {
   static PluginRegistry* registry = [] {
     auto* r = new PluginRegistry();
-    r->load_all({INDUCT_PLUGIN_DIR});
+    std::vector<std::string> dirs{INDUCT_PLUGIN_DIR};
+    for (const auto& dir : extra_plugin_dirs()) dirs.push_back(dir);
+    r->load_all(dirs);
     return r;
   }();
   return *registry;
