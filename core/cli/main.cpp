@@ -18,6 +18,7 @@
 #include "exec/runner.hpp"
 #include "exec/signals.hpp"
 #include "exec/status.hpp"
+#include "exec/worker.hpp"
 #include "induct/version.hpp"
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "exec/pool.hpp"
 #include "exec/runner.hpp"
 #include "exec/signals.hpp"
 #include "util/process.hpp"

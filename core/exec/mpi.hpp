@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "exec/pool.hpp"
 #include "exec/run_settings.hpp"
+#include "exec/runner.hpp"
 
 namespace induct {
 

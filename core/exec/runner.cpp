@@ -3,6 +3,9 @@
 #include <torch/cuda.h>
 
 #include <cstdlib>
+#include <set>
+
+#include "exec/pool.hpp"
 
 #ifdef INDUCT_HAVE_MPI
 #include "exec/mpi.hpp"
@@ -27,6 +30,39 @@ std::unique_ptr<TrialRunner> make_runner(const RunSettings& run, size_t trials_p
 #endif
   return std::make_unique<WorkerPool>(default_pool_settings(
       run.workers, run.threads, run.blas_threads, trials_per_step, run.device, visible_gpus()));
+}
+
+void TrialRunner::run_list(const std::vector<TrialSpec>& trials, const RunCallbacks& callbacks) {
+  struct InOrder final : TrialSource {
+    const std::vector<TrialSpec>& trials;
+    const RunCallbacks& callbacks;
+    size_t next_index = 0;
+    std::set<size_t> running;
+    bool cancelling = false;
+    InOrder(const std::vector<TrialSpec>& t, const RunCallbacks& c) : trials(t), callbacks(c) {}
+    std::optional<Job> next() override {
+      if (cancelling || next_index >= trials.size()) return std::nullopt;
+      running.insert(next_index);
+      const size_t i = next_index++;
+      return Job{i, &trials[i]};
+    }
+    void on_start(size_t i) override {
+      if (callbacks.on_start) callbacks.on_start(i);
+    }
+    void on_progress(size_t i, const EvalPoint& point, double best) override {
+      if (callbacks.on_progress) callbacks.on_progress(i, point, best);
+    }
+    std::vector<size_t> on_done(size_t i, const TrialResult& result) override {
+      running.erase(i);
+      const bool cancel = callbacks.on_done ? callbacks.on_done(i, result) : false;
+      if (!cancel || cancelling) return {};
+      cancelling = true;
+      for (; next_index < trials.size(); ++next_index)
+        if (callbacks.on_done) callbacks.on_done(next_index, TrialResult::cancelled());
+      return {running.begin(), running.end()};
+    }
+  } source(trials, callbacks);
+  run(source);
 }
 
 }  // namespace induct

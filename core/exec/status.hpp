@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "exec/pool.hpp"
+#include "exec/runner.hpp"
 
 namespace induct {
 

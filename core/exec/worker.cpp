@@ -1,4 +1,6 @@
 // The worker side of the pool, and the in-process runner: both run trials with run_trial().
+#include "exec/worker.hpp"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -6,7 +8,7 @@
 
 #include <iostream>
 
-#include "exec/pool.hpp"
+#include "exec/protocol.hpp"
 #include "exec/signals.hpp"
 #include "plugin/registry.hpp"
 #include "train/cell_setup.hpp"

@@ -22,6 +22,7 @@
 #include "exec/pool.hpp"
 #include "exec/signals.hpp"
 #include "exec/status.hpp"
+#include "exec/worker.hpp"
 #include "options_yaml.hpp"
 #include "probe/measure.hpp"
 #include "report/certificates.hpp"
