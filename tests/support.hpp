@@ -60,6 +60,18 @@ inline PluginRegistry& plugins() {
   return *registry;
 }
 
+// The models the tests make from the registry: every model the build's plugins and those of
+// INDUCT_TEST_PLUGIN_PATH register (with `only_extra`: those of INDUCT_TEST_PLUGIN_PATH only),
+// less those that need a file to be made (torchscript: its own tests give it one).
+inline std::vector<std::string> registered_models(bool only_extra = false) {
+  PluginRegistry extra;
+  if (only_extra) extra.load_all(extra_plugin_dirs());
+  std::vector<std::string> out;
+  for (const ComponentInfo& c : (only_extra ? extra : plugins()).components())
+    if (c.kind == "model" && c.name != "torchscript") out.push_back(c.name);
+  return out;
+}
+
 // A format of the build's plugins from its section's text ("name: outcome"), its keys checked.
 inline std::shared_ptr<Format> format(const std::string& section) {
   const Options options = yaml::load_string(section, "format.yaml");

@@ -1,4 +1,4 @@
-// Every in-tree model off the SDK's fused CPU kernels against them: the same seed gives the same
+// Every registered model off the SDK's fused CPU kernels against them: the same seed gives the same
 // weights, and the logits, every parameter's gradient and the logits with a hook's activation
 // halved agree within float rounding. The other side is INDUCT_TEST_DEVICE: `cuda` (the default;
 // LibTorch's CUDA operations, TF32 off) or `cpu` (the CPU in double precision, which takes
@@ -9,6 +9,7 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
@@ -47,7 +48,7 @@ struct Setup {
 BOOST_TEST_GLOBAL_FIXTURE(Setup);
 
 // The paper's sizes (docs/method.md section 8) and small, multi-layer and chunked forms.
-const std::vector<std::string> kModels = {
+const std::vector<std::string> kConfigured = {
     "{name: lstm, hidden: 256}",
     "{name: lstm, hidden: 64, layers: 2}",
     "{name: gru, hidden: 64, layers: 2}",
@@ -71,6 +72,21 @@ const std::vector<std::string> kModels = {
     "mamba2: {headdim: 16, d_state: 16}}",
     "{name: looped, loops: 2, d_model: 64, attention: {d_ff: 256}}",
 };
+
+// Those, and every other registered model at its defaults (a new plugin's model is compared
+// with no test edited).
+std::vector<std::string> every_model() {
+  std::vector<std::string> out = kConfigured;
+  for (const std::string& name : test::registered_models()) {
+    const bool listed =
+        std::any_of(kConfigured.begin(), kConfigured.end(), [&](const std::string& text) {
+          return YAML::Load(text)["name"].as<std::string>() == name;
+        });
+    if (!listed) out.push_back("{name: " + name + "}");
+  }
+  return out;
+}
+const std::vector<std::string> kModels = every_model();
 
 struct Side {
   torch::Tensor logits, patched;

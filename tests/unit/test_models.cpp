@@ -7,7 +7,6 @@
 #define BOOST_TEST_MODULE models
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
-#include <set>
 
 #include "options_yaml.hpp"
 #include "probe/hook_names.hpp"
@@ -46,21 +45,10 @@ const std::map<std::string, std::string> kSmall = {
      "{name: looped, loops: 3, inject: true, d_model: 16, attention: {heads: 2, d_ff: 32}}"},
     {"xlstm", "{name: xlstm, blocks: ms, d_model: 16, heads: 2}"},
 };
-// Models that need a file to be made (their own tests give it one).
-const std::set<std::string> kNeedsAFile = {"torchscript"};
-
-// The models under test: every model the build's plugins register, or with
-// INDUCT_TEST_PLUGIN_PATH set only those of the plugins there.
-std::vector<std::string> models_under_test() {
-  const std::vector<std::string> extra = test::extra_plugin_dirs();
-  PluginRegistry only_extra;
-  if (!extra.empty()) only_extra.load_all(extra);
-  std::vector<std::string> out;
-  for (const ComponentInfo& c : (extra.empty() ? test::plugins() : only_extra).components())
-    if (c.kind == "model" && kNeedsAFile.count(c.name) == 0) out.push_back(c.name);
-  return out;
-}
-const std::vector<std::string> kModels = models_under_test();
+// The models under test: every registered model, or with INDUCT_TEST_PLUGIN_PATH set only
+// those of the plugins there.
+const std::vector<std::string> kModels =
+    test::registered_models(!test::extra_plugin_dirs().empty());
 
 // Its small configuration above, or its defaults.
 std::string small(const std::string& name) {
