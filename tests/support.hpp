@@ -72,6 +72,13 @@ inline std::vector<std::string> registered_models(bool only_extra = false) {
   return out;
 }
 
+// Whether one of `configs` (model sections as YAML text) is of the model `name`.
+inline bool configures(const std::vector<std::string>& configs, const std::string& name) {
+  return std::any_of(configs.begin(), configs.end(), [&](const std::string& text) {
+    return YAML::Load(text)["name"].as<std::string>() == name;
+  });
+}
+
 // A format of the build's plugins from its section's text ("name: outcome"), its keys checked.
 inline std::shared_ptr<Format> format(const std::string& section) {
   const Options options = yaml::load_string(section, "format.yaml");

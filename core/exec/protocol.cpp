@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "train/trial.hpp"
+#include "util/files.hpp"
 
 namespace induct {
 
@@ -30,18 +31,7 @@ bool write_message(int fd, const YAML::Node& message) {
   emitter << message;
   std::string payload = emitter.c_str();
   std::string frame = std::to_string(payload.size()) + "\n" + payload;
-  const char* data = frame.data();
-  size_t left = frame.size();
-  while (left > 0) {
-    ssize_t written = ::write(fd, data, left);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += written;
-    left -= static_cast<size_t>(written);
-  }
-  return true;
+  return write_all(fd, frame.data(), frame.size());
 }
 
 void MessageReader::parse_buffer() {

@@ -20,19 +20,28 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   };
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(temporary + ": cannot write", errno);
-  for (size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      ::close(fd);
-      fail(temporary + ": cannot write", error);
-    }
-    done += static_cast<size_t>(n);
+  if (!write_all(fd, content.data(), content.size())) {
+    const int error = errno;
+    ::close(fd);
+    fail(temporary + ": cannot write", error);
   }
   if (::close(fd) != 0) fail(temporary + ": cannot write", errno);
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     fail(path + ": cannot replace the file", errno);
+}
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
 }
 
 }  // namespace induct

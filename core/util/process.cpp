@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <thread>
 
+#include "util/files.hpp"
+
 namespace induct {
 
 void configure_process(int threads) {
@@ -44,14 +46,7 @@ int thread_limit(int cores) {
 
 void say_line(const std::string& line) {
   const std::string text = line + "\n";
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(2, text.data() + done, text.size() - done);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    done += static_cast<size_t>(n);
-  }
+  write_all(2, text.data(), text.size());  // nothing to say it to when stderr fails
 }
 
 std::string host_name() {

@@ -9,7 +9,6 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
-#include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
@@ -78,11 +77,7 @@ const std::vector<std::string> kConfigured = {
 std::vector<std::string> every_model() {
   std::vector<std::string> out = kConfigured;
   for (const std::string& name : test::registered_models()) {
-    const bool listed =
-        std::any_of(kConfigured.begin(), kConfigured.end(), [&](const std::string& text) {
-          return YAML::Load(text)["name"].as<std::string>() == name;
-        });
-    if (!listed) out.push_back("{name: " + name + "}");
+    if (!test::configures(kConfigured, name)) out.push_back("{name: " + name + "}");
   }
   return out;
 }

@@ -3,7 +3,6 @@
 // Needs Debian's /usr/bin/python3 with python3-torch; without it this test exits 77, which
 // ctest reports as skipped (never as passed).
 #define BOOST_TEST_MODULE reference
-#include <algorithm>
 #include <boost/test/data/test_case.hpp>
 #include <boost/test/unit_test.hpp>
 #include <cstdlib>
@@ -80,10 +79,8 @@ void write_raw(const std::string& path, const torch::Tensor& t) {
 // fails here until its reference is written, not a model left unchecked).
 BOOST_AUTO_TEST_CASE(every_registered_model_has_a_reference) {
   for (const std::string& name : test::registered_models()) {
-    const bool listed = std::any_of(kModels.begin(), kModels.end(), [&](const std::string& text) {
-      return YAML::Load(text)["name"].as<std::string>() == name;
-    });
-    BOOST_TEST(listed, name << " has no configuration compared with a PyTorch reference");
+    BOOST_TEST(test::configures(kModels, name),
+               name << " has no configuration compared with a PyTorch reference");
   }
 }
 
