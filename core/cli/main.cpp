@@ -23,7 +23,6 @@
 #include "options_yaml.hpp"
 #include "plugin/registry.hpp"
 #include "probe/hook_names.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reference.hpp"
 #include "report/reports.hpp"
 #include "store/export.hpp"

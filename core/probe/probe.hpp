@@ -11,14 +11,9 @@
 #include <vector>
 
 #include "induct/model.hpp"
+#include "probe/settings.hpp"
 
 namespace induct {
-
-struct ProbeSettings {
-  int64_t iterations = 100;  // full-batch L-BFGS iterations
-  double l2 = 1e-3;          // penalty on the weights (standardised features), per sample
-  bool standardize = true;   // false: fit on x as given (mean 0, scale 1)
-};
 
 // Multinomial logistic regression from activations [M, D] to classes [M] (states), fitted on
 // standardised features.

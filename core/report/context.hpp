@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "report/nstar_marks.hpp"
 #include "report/reference.hpp"
 #include "store/store.hpp"
 #include "util/table.hpp"
@@ -119,8 +118,11 @@ struct ReportContext {
   // The note under a kind's table: the settings its numbers come from (max_steps, epsilon,
   // learning rates, seeds, detector, certify: from each outcome's `settings`), and the stored
   // outcomes of the same cells under other settings that the table does not show (it shows the
-  // latest of each cell). "" when the outcomes record no settings.
-  std::string settings_note(const std::string& kind) const;
+  // latest of each cell). "" when the outcomes record no settings. `value_text`: what such an
+  // outcome found, shown before its settings ("N* 24"; "" shows nothing).
+  std::string settings_note(
+      const std::string& kind,
+      const std::function<std::string(const YAML::Node& value)>& value_text = {}) const;
   // " [12 Paper T1, x2 !]": the published values of a cell's metric for a table cell ("" without
   // a reference or a published value), each recorded in `comparisons`.
   std::string compared(const std::string& label, const std::string& metric, const YAML::Node& task,

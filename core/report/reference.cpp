@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "induct/options.hpp"
-#include "report/nstar_marks.hpp"
+#include "util/table.hpp"
 #include "util/text.hpp"
 
 namespace induct {

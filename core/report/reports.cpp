@@ -12,7 +12,6 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
-#include "report/nstar_marks.hpp"
 #include "train/trial.hpp"
 #include "util/files.hpp"
 #include "util/table.hpp"
@@ -102,7 +101,9 @@ std::string settings_text(const YAML::Node& settings) {
   return text;
 }
 
-std::string ReportContext::settings_note(const std::string& kind) const {
+std::string ReportContext::settings_note(
+    const std::string& kind,
+    const std::function<std::string(const YAML::Node&)>& value_text) const {
   const std::vector<const StoredOutcome*> shown = latest(kind);
   std::map<std::string, size_t> used;                 // settings -> cells shown with them
   std::map<std::string, std::string> shown_settings;  // label -> settings
@@ -131,11 +132,8 @@ std::string ReportContext::settings_note(const std::string& kind) const {
     auto found = shown_settings.find(o.label);
     if (found == shown_settings.end() || found->second == text) continue;
     std::string line = "- " + o.label + ": ";
-    if (o.value["learned"] && o.value["nstar"])
-      line += "N* " +
-              format_nstar(o.value["learned"].as<bool>(), o.value["nstar"].as<uint64_t>(),
-                           nstar_certified(o.value)) +
-              " with ";
+    const std::string value = value_text ? value_text(o.value) : "";
+    if (!value.empty()) line += value + " with ";
     if (listed.insert({o.label, line + text}).second) others.push_back(line + text);
   }
   if (!others.empty()) {

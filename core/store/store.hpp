@@ -39,12 +39,6 @@ struct StoredOutcome {
 // The key of a resolved cell (trials.cell_key, outcomes.cell_key).
 std::string cell_key(const Cell& cell);
 
-// Whether a stored N* outcome is the paper's N*: every failure on its search's path is proven
-// (its `certified`, docs/method.md section 5a). Outcomes without a failure detector always are;
-// those stored before each failure was checked (no `failures`) only when every failure on the
-// path was re-run without the detector.
-bool nstar_certified(const YAML::Node& outcome);
-
 class OutcomeWriter;
 
 // What a study kind keeps beyond its row of `outcomes` (each kind's folder defines its own;

@@ -20,6 +20,7 @@
 
 #include "options_yaml.hpp"
 #include "report/reports.hpp"
+#include "study/nstar/marks.hpp"
 #include "util/hash.hpp"
 #include "util/text.hpp"
 

@@ -6,6 +6,9 @@
 
 namespace induct {
 
+// The paper's mark of a value not learned (an N*, a kappa, a published value).
+inline const std::string kNotLearned = "\u2013";  // en dash
+
 struct Table {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;

@@ -8,10 +8,10 @@
 #include <limits>
 #include <map>
 
-#include "report/not_learned.hpp"
 #include "store/export.hpp"
 #include "store/json.hpp"
 #include "store/store.hpp"
+#include "study/nstar/not_learned.hpp"
 #include "study/registry.hpp"
 #include "support.hpp"
 

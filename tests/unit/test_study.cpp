@@ -26,9 +26,9 @@
 #include "options_yaml.hpp"
 #include "probe/measure.hpp"
 #include "report/certificates.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reference.hpp"
 #include "report/reports.hpp"
+#include "study/nstar/marks.hpp"
 #include "study/nstar_search.hpp"
 #include "study/prepare.hpp"
 #include "study/registry.hpp"
@@ -1291,13 +1291,13 @@ report: {min_accuracy: 0.9}
 
 namespace {
 // Probe measurement settings for the tests below: one length, no nullspace rounds.
-YAML::Node probe_settings(int length, int samples) {
-  YAML::Node settings;
-  settings["lengths"].push_back(length);
-  settings["samples"] = samples;
-  settings["iterations"] = 20;
-  settings["l2"] = 1e-3;
-  settings["nullspace_rounds"] = 0;
+ProbeMeasureSettings probe_settings(int length, int samples) {
+  ProbeMeasureSettings settings;
+  settings.lengths = {length};
+  settings.samples = static_cast<uint64_t>(samples);
+  settings.fit.iterations = 20;
+  settings.fit.l2 = 1e-3;
+  settings.nullspace_rounds = 0;
   return settings;
 }
 }  // namespace
@@ -1318,7 +1318,7 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   auto model =
       make_model_checked(test::plugins(), yaml::from_node(cell.cell.model, "<model>"),
                          {data.vocab.size(), trial.max_length, data.vocab.pad()}, 10, torch::kCPU);
-  const YAML::Node settings = probe_settings(4, 40);
+  const ProbeMeasureSettings settings = probe_settings(4, 40);
   struct Stop {};
   int calls = 0;
   const auto stop_at = [&](int at) {
@@ -1330,9 +1330,10 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
   // embed, lstm.0, lstm.1: three hook points, asked before each.
   BOOST_CHECK_THROW(measure_probe({*model, data, trial, torch::kCPU, stop_at(2)}, settings), Stop);
   BOOST_TEST(calls == 2);
-  const YAML::Node whole = measure_probe({*model, data, trial, torch::kCPU, stop_at(99)}, settings);
+  const ProbeMeasurement whole =
+      measure_probe({*model, data, trial, torch::kCPU, stop_at(99)}, settings);
   BOOST_TEST(calls == 3);
-  BOOST_TEST(whole["lengths"][0]["hooks"].size() == 3u);
+  BOOST_TEST(whole.lengths.at(0).hooks.size() == 3u);
 }
 
 // A block's convolution measured where the answer is known: in a 2-block Mamba whose second
@@ -1365,27 +1366,33 @@ training: {learning_rates: [1.0e-2], seeds: [10], max_steps: 20, eval_every: 10}
     }
     return model;
   };
-  const YAML::Node settings = probe_settings(8, 200);
+  const ProbeMeasureSettings settings = probe_settings(8, 200);
   auto model = silenced(1);
-  const YAML::Node length =
-      measure_probe({*model, data, trial, torch::kCPU}, settings)["lengths"][0];
-  BOOST_REQUIRE(length["pairs"].as<int>() > 50);
-  BOOST_REQUIRE_EQUAL(length["hooks"].size(), 4u);  // embed, block.0, block.1, norm
-  BOOST_TEST(length["hooks"][1]["name"].as<std::string>() == "block.0");
-  BOOST_REQUIRE_EQUAL(length["convs"].size(), 2u);
-  const YAML::Node first = length["convs"][0], second = length["convs"][1];
-  BOOST_TEST(first["name"].as<std::string>() == "block.0.conv");
-  BOOST_TEST(second["name"].as<std::string>() == "block.1.conv");
-  BOOST_TEST(std::abs(first["patch"].as<double>() - 1) < 1e-3, first["patch"].as<double>());
-  BOOST_TEST(std::abs(second["patch"].as<double>()) < 1e-3, second["patch"].as<double>());
-  BOOST_TEST(second["ablated_accuracy"].as<double>() == length["final_accuracy"].as<double>());
+  const ProbeMeasurement measured = measure_probe({*model, data, trial, torch::kCPU}, settings);
+  const LengthMeasurement& length = measured.lengths.at(0);
+  BOOST_REQUIRE(length.pairs > 50);
+  BOOST_REQUIRE_EQUAL(length.hooks.size(), 4u);  // embed, block.0, block.1, norm
+  BOOST_TEST(length.hooks[1].name == "block.0");
+  BOOST_REQUIRE_EQUAL(length.convs.size(), 2u);
+  const ConvMeasurement first = length.convs[0], second = length.convs[1];
+  BOOST_TEST(first.name == "block.0.conv");
+  BOOST_TEST(second.name == "block.1.conv");
+  BOOST_TEST(std::abs(first.patch - 1) < 1e-3, first.patch);
+  BOOST_TEST(std::abs(second.patch) < 1e-3, second.patch);
+  BOOST_TEST(second.ablated_accuracy == length.final_accuracy);
+  // The record as stored reads back as itself (the one writer and reader of the outcome).
+  const YAML::Node stored = measured.to_yaml();
+  BOOST_TEST(yaml::flow(ProbeMeasurement::from_yaml(YAML::Load(yaml::flow(stored))).to_yaml()) ==
+             yaml::flow(stored));
+  BOOST_TEST(stored[0]["convs"][0]["patch"].as<double>() == first.patch);
   // The mirror: block 0 reads nothing of the sequence, and the change reaches the answer
   // through block 1's convolution alone (from the embedding, along the residual stream).
   auto mirror = silenced(0);
-  const YAML::Node other =
-      measure_probe({*mirror, data, trial, torch::kCPU}, settings)["lengths"][0]["convs"];
-  BOOST_TEST(std::abs(other[0]["patch"].as<double>()) < 1e-3, other[0]["patch"].as<double>());
-  BOOST_TEST(std::abs(other[1]["patch"].as<double>() - 1) < 1e-3, other[1]["patch"].as<double>());
+  const std::vector<ConvMeasurement> other =
+      measure_probe({*mirror, data, trial, torch::kCPU}, settings).lengths.at(0).convs;
+  BOOST_REQUIRE_EQUAL(other.size(), 2u);
+  BOOST_TEST(std::abs(other[0].patch) < 1e-3, other[0].patch);
+  BOOST_TEST(std::abs(other[1].patch - 1) < 1e-3, other[1].patch);
 }
 
 // A worker that never answers the cancel (one stuck starting its thread pool) does not hold

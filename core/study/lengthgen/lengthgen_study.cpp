@@ -9,7 +9,6 @@
 #include "options_yaml.hpp"
 #include "report/certificates.hpp"
 #include "report/context.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "store/store.hpp"
 #include "study/kind.hpp"

@@ -7,11 +7,11 @@
 #include "options_yaml.hpp"
 #include "report/certificates.hpp"
 #include "report/context.hpp"
-#include "report/not_learned.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "store/store.hpp"
 #include "study/kind.hpp"
+#include "study/nstar/marks.hpp"
+#include "study/nstar/not_learned.hpp"
 #include "study/search_runner.hpp"
 #include "util/files.hpp"
 #include "util/hash.hpp"
@@ -142,11 +142,18 @@ void NstarStudy::report(ReportContext& report) const {
         if (r->value) plot.published[by_model].push_back({static_cast<double>(L), *r->value});
   }
   if (!nstar.cells.empty())
-    report.write_table("nstar_table", "N*: minimal training-set size (Table 1 layout)",
-                       kNstarLegend + ".\n\n" + (reasons ? kNotLearnedLegend + ".\n\n" : "") +
-                           (representable ? kRepresentableLegend + ".\n\n" : "") +
-                           reference_legend(report) + report.settings_note("nstar"),
-                       nstar.table());
+    report.write_table(
+        "nstar_table", "N*: minimal training-set size (Table 1 layout)",
+        kNstarLegend + ".\n\n" + (reasons ? kNotLearnedLegend + ".\n\n" : "") +
+            (representable ? kRepresentableLegend + ".\n\n" : "") + reference_legend(report) +
+            report.settings_note("nstar",
+                                 [](const YAML::Node& v) -> std::string {
+                                   if (!v["learned"] || !v["nstar"]) return "";
+                                   return "N* " + format_nstar(v["learned"].as<bool>(),
+                                                               v["nstar"].as<uint64_t>(),
+                                                               nstar_certified(v));
+                                 }),
+        nstar.table());
 
   // Search cost: every N* search in the store, in the order they ran (the same cell searched
   // with and without cancellation or the failure detector appears once per variant).

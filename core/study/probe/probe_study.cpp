@@ -33,7 +33,6 @@
 #include "probe/measure.hpp"
 #include "probe/probe.hpp"
 #include "report/context.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "study/kind.hpp"
 #include "study/step.hpp"
@@ -56,11 +55,8 @@ using yaml::exact;
 
 struct ProbeStudySettings {
   LengthMultiples lengths{"probe", "multiples", {1, 2}};  // 1: the trained maximum
-  uint64_t samples = 400;  // sequences per length: half fit the probes, half test
-  ProbeSettings fit;
-  int64_t configurations = 3;      // analysed per cell: the best finished ones of the step
-  int64_t nullspace_rounds = 32;   // iterative nullspace projection: at most this many probes
-  double nullspace_margin = 0.02;  // ... until one is within this of chance (0 rounds: off)
+  int64_t configurations = 3;    // analysed per cell: the best finished ones of the step
+  ProbeMeasureSettings measure;  // its lengths from `lengths` per cell
 };
 
 class ProbeStudy final : public Study {
@@ -84,20 +80,12 @@ class ProbeStudy final : public Study {
   void report(ReportContext& report) const override;
 
  private:
-  // The measurement's settings for a cell of maximum length L: part of the outcome's key.
-  YAML::Node measurement(int L) const {
-    YAML::Node node;
-    for (int length : settings_.lengths.lengths(L)) node["lengths"].push_back(length);
-    node["samples"] = settings_.samples;
-    node["iterations"] = settings_.fit.iterations;
-    node["l2"] = exact(settings_.fit.l2);
-    node["nullspace_rounds"] = settings_.nullspace_rounds;
-    node["nullspace_margin"] = exact(settings_.nullspace_margin);
-    // The measurement's version: 2, recurrent hook points carry an edit to the next step
-    // (induct::hooked_recurrence); 3, a block's convolution is measured (convs). Probes stored
-    // by an earlier version are measured again.
-    node["version"] = 3;
-    return node;
+  // The measurement's settings for a cell of maximum length L (its YAML is part of the
+  // outcome's key).
+  ProbeMeasureSettings measurement(int L) const {
+    ProbeMeasureSettings m = settings_.measure;
+    m.lengths = settings_.lengths.lengths(L);
+    return m;
   }
   ProbeStudySettings settings_;
 };
@@ -105,16 +93,17 @@ class ProbeStudy final : public Study {
 void ProbeStudy::read(const Options& root) {
   const Options section = root.section("probe");
   ProbeStudySettings& s = settings_;
+  ProbeMeasureSettings& m = s.measure;
   s.lengths.read(root);
-  s.samples = static_cast<uint64_t>(
-      get_in_range(section, "samples", static_cast<long>(s.samples), 4, 1'000'000));
-  s.fit.iterations = get_in_range(section, "iterations", s.fit.iterations, 1, 100'000);
-  s.fit.l2 = section.get<double>("l2", s.fit.l2);
-  if (!(s.fit.l2 >= 0 && std::isfinite(s.fit.l2))) section.fail("l2", "must be 0 or positive");
+  m.samples = static_cast<uint64_t>(
+      get_in_range(section, "samples", static_cast<long>(m.samples), 4, 1'000'000));
+  m.fit.iterations = get_in_range(section, "iterations", m.fit.iterations, 1, 100'000);
+  m.fit.l2 = section.get<double>("l2", m.fit.l2);
+  if (!(m.fit.l2 >= 0 && std::isfinite(m.fit.l2))) section.fail("l2", "must be 0 or positive");
   s.configurations = get_in_range(section, "configurations", s.configurations, 1, 10'000);
-  s.nullspace_rounds = get_in_range(section, "nullspace_rounds", s.nullspace_rounds, 0, 1000);
-  s.nullspace_margin = section.get<double>("nullspace_margin", s.nullspace_margin);
-  if (!(s.nullspace_margin >= 0 && s.nullspace_margin < 1))
+  m.nullspace_rounds = get_in_range(section, "nullspace_rounds", m.nullspace_rounds, 0, 1000);
+  m.nullspace_margin = section.get<double>("nullspace_margin", m.nullspace_margin);
+  if (!(m.nullspace_margin >= 0 && m.nullspace_margin < 1))
     section.fail("nullspace_margin", "must be in [0, 1)");
 }
 
@@ -130,28 +119,27 @@ struct HookNumbers {
 
 // A probed length's hooks in forward order (settings: the outcome's). Relative depth is the same
 // for every model; a final norm, between the last layer and the readout, has none.
-std::vector<HookNumbers> read_hooks(const YAML::Node& length, double clean, double chance,
-                                    const YAML::Node& settings) {
+std::vector<HookNumbers> read_hooks(const LengthMeasurement& length, double clean, double chance,
+                                    const ProbeMeasureSettings& settings) {
   size_t layers = 0;
-  for (const auto& hook : length["hooks"]) layers += hook["name"].as<std::string>() != "norm";
+  for (const HookMeasurement& hook : length.hooks) layers += hook.name != "norm";
   std::vector<HookNumbers> out;
   size_t depth = 0;
-  for (const auto& hook : length["hooks"]) {
+  for (const HookMeasurement& hook : length.hooks) {
     HookNumbers h;
-    h.name = hook["name"].as<std::string>();
+    h.name = hook.name;
     if (h.name != "norm")
       h.depth = layers > 1 ? static_cast<double>(depth++) / static_cast<double>(layers - 1) : 1.0;
-    h.probe = hook["probe"].as<double>();
-    h.ablation = clean - above_chance(hook["ablated_accuracy"].as<double>(), chance);
-    if (hook["nullspace_accuracy"]) {
-      h.nullspace = clean - above_chance(hook["nullspace_accuracy"].as<double>(), chance);
-      h.random = clean - above_chance(hook["random_accuracy"].as<double>(), chance);
-      h.dims = hook["nullspace_dims"].as<double>();
-      h.capped = hook["nullspace_probe"].as<double>() * (1 - hook["probe_chance"].as<double>()) >
-                 settings["nullspace_margin"].as<double>() + 1e-9;
+    h.probe = hook.probe;
+    h.ablation = clean - above_chance(hook.ablated_accuracy, chance);
+    if (hook.nullspace) {
+      h.nullspace = clean - above_chance(hook.nullspace->accuracy, chance);
+      h.random = clean - above_chance(hook.nullspace->random_accuracy, chance);
+      h.dims = static_cast<double>(hook.nullspace->dims);
+      h.capped = hook.nullspace->probe * (1 - hook.probe_chance) > settings.nullspace_margin + 1e-9;
     }
-    h.changed = hook["patch_changed"].as<double>();
-    h.readout = hook["patch_readout"].as<double>();
+    h.changed = hook.patch_changed;
+    h.readout = hook.patch_readout;
     out.push_back(h);
   }
   return out;
@@ -165,17 +153,17 @@ struct ConvNumbers {
   double depth = NAN, patch = 0, ablation = 0;
 };
 
-std::vector<ConvNumbers> read_convs(const YAML::Node& length, double clean, double chance,
+std::vector<ConvNumbers> read_convs(const LengthMeasurement& length, double clean, double chance,
                                     const std::vector<HookNumbers>& hooks) {
   std::vector<ConvNumbers> out;
-  for (const auto& conv : length["convs"]) {
+  for (const ConvMeasurement& conv : length.convs) {
     ConvNumbers c;
-    c.name = conv["name"].as<std::string>();
+    c.name = conv.name;
     const std::string block = c.name.substr(0, c.name.rfind('.'));
     for (const HookNumbers& h : hooks)
       if (h.name == block) c.depth = h.depth;
-    c.patch = conv["patch"].as<double>();
-    c.ablation = clean - above_chance(conv["ablated_accuracy"].as<double>(), chance);
+    c.patch = conv.patch;
+    c.ablation = clean - above_chance(conv.ablated_accuracy, chance);
     out.push_back(c);
   }
   return out;
@@ -191,8 +179,8 @@ std::string nullspace_text(const std::vector<double>& drops, const std::vector<d
 }
 
 // The measurement on the chosen configuration's trained model, read from its checkpoint.
-YAML::Node probe_checkpoint(const StudyRun& run, const PreparedCell& cell, const TrialSpec& trial,
-                            const YAML::Node& settings) {
+ProbeMeasurement probe_checkpoint(const StudyRun& run, const PreparedCell& cell,
+                                  const TrialSpec& trial, const ProbeMeasureSettings& settings) {
   const CellData data = make_cell_data(run.registry, cell.cell);
   const torch::Device device(trial.device);
   auto model = make_model_checked(run.registry, yaml::from_node(cell.cell.model, "<trial model>"),
@@ -238,8 +226,9 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
     for (const size_t chosen : ranked) {
       const TrialSpec& trial = step.trials[chosen];
       const TrialResult& result = step.results[chosen];
-      const YAML::Node settings = measurement(cell.cell.L);
-      const std::string key = content_key("probe " + trial.key() + " " + yaml::flow(settings));
+      const ProbeMeasureSettings settings = measurement(cell.cell.L);
+      const std::string key =
+          content_key("probe " + trial.key() + " " + yaml::flow(settings.to_yaml()));
       YAML::Node value;
       bool stored = false;
       if (auto found = run.store.find_outcome(key)) {
@@ -259,9 +248,9 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
         value["final_loss"] = exact(result.last.loss);
         value["final_accuracy"] = exact(result.last.final_accuracy);
         value["states"] = cell.num_states;
-        value["settings"] = settings;
+        value["settings"] = settings.to_yaml();
         try {
-          value["lengths"] = probe_checkpoint(run, cell, trial, settings)["lengths"];
+          value["lengths"] = probe_checkpoint(run, cell, trial, settings).to_yaml();
         } catch (const Interrupted&) {
           throw;
         } catch (const std::exception& e) {
@@ -279,14 +268,17 @@ int ProbeStudy::run(StudyRun& run, const std::vector<PreparedCell>& cells) const
       }
       std::string line = context + ": " + trial.configuration() + " (" + to_string(result.status) +
                          ")" + (stored ? " (probes stored)" : "");
-      for (const auto& length : value["lengths"]) {
-        if (!length["final_accuracy"]) continue;  // a length with one sequence: nothing probed
-        const int at = length["length"].as<int>();
-        const double chance = length["final_chance"].as<double>();
-        const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+      const ProbeMeasureSettings stored_settings =
+          ProbeMeasureSettings::from_yaml(value["settings"]);
+      for (const LengthMeasurement& length :
+           ProbeMeasurement::from_yaml(value["lengths"]).lengths) {
+        if (!length.probed) continue;  // a length with one sequence: nothing probed
+        const int at = length.length;
+        const double chance = length.final_chance;
+        const double clean = above_chance(length.final_accuracy, chance);
         std::string best_hook;
         double best = -1e9;
-        for (const HookNumbers& h : read_hooks(length, clean, chance, value["settings"])) {
+        for (const HookNumbers& h : read_hooks(length, clean, chance, stored_settings)) {
           if (h.probe > best) best = h.probe, best_hook = h.name;
           table.rows.push_back({cell.label, trial.configuration(), multiple_label(at, cell.cell.L),
                                 h.name, format_fraction(h.probe), format_fraction(h.ablation),
@@ -378,16 +370,17 @@ void ProbeStudy::report(ReportContext& report) const {
     std::map<int, std::vector<std::string>> conv_order;
     std::map<int, std::map<std::string, std::vector<ConvNumbers>>> conv_numbers;
     for (const StoredOutcome* o : used) {
-      for (const auto& length : o->value["lengths"]) {
-        if (!length["final_accuracy"]) continue;
-        const int at = length["length"].as<int>();
-        const double chance = length["final_chance"].as<double>();
-        const double clean = above_chance(length["final_accuracy"].as<double>(), chance);
+      const ProbeMeasureSettings settings = ProbeMeasureSettings::from_yaml(o->value["settings"]);
+      for (const LengthMeasurement& length :
+           ProbeMeasurement::from_yaml(o->value["lengths"]).lengths) {
+        if (!length.probed) continue;
+        const int at = length.length;
+        const double chance = length.final_chance;
+        const double clean = above_chance(length.final_accuracy, chance);
         model_acc[at].push_back(clean);
         double first_readable = NAN, first_formed = NAN, area_sum = 0, last_x = NAN, last_p = 0;
         size_t points = 0;
-        const std::vector<HookNumbers> hooks =
-            read_hooks(length, clean, chance, o->value["settings"]);
+        const std::vector<HookNumbers> hooks = read_hooks(length, clean, chance, settings);
         for (const ConvNumbers& conv : read_convs(length, clean, chance, hooks)) {
           if (conv_numbers[at].find(conv.name) == conv_numbers[at].end())
             conv_order[at].push_back(conv.name);

@@ -6,10 +6,10 @@
 
 #include "options_yaml.hpp"
 #include "report/context.hpp"
-#include "report/nstar_marks.hpp"
 #include "report/reports.hpp"
 #include "store/store.hpp"
 #include "study/kind.hpp"
+#include "study/nstar/marks.hpp"
 #include "study/search_runner.hpp"
 #include "util/files.hpp"
 #include "util/hash.hpp"

@@ -1,9 +1,9 @@
-#include "report/not_learned.hpp"
+#include "study/nstar/not_learned.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "report/nstar_marks.hpp"
+#include "study/nstar/marks.hpp"
 
 namespace induct {
 

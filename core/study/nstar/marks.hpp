@@ -1,15 +1,20 @@
-// The marks of N* as the paper prints them.
+// N* as the paper prints it, and whether a stored N* is the paper's. Torch-free.
 #pragma once
+
+#include <yaml-cpp/yaml.h>
 
 #include <cstdint>
 #include <string>
 
-#include "util/text.hpp"
+#include "util/table.hpp"
 
 namespace induct {
 
-// The paper's "not learned" mark.
-inline const std::string kNotLearned = "\u2013";  // en dash
+// Whether a stored N* outcome is the paper's N*: every failure on its search's path is proven
+// (its `certified`, docs/method.md section 5a). Outcomes without a failure detector always are;
+// those stored before each failure was checked (no `failures`) only when every failure on the
+// path was re-run without the detector.
+bool nstar_certified(const YAML::Node& outcome);
 
 // An N* as tables print it: "24"; "<=24" when a failure on its search's path is the failure
 // detector's verdict, not proven (search.certify), so the paper's procedure might have found
