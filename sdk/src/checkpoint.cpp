@@ -196,4 +196,27 @@ const torch::Tensor& Checkpoint::tensor(const std::string& name, at::IntArrayRef
   return found->second;
 }
 
+std::pair<int64_t, std::string> block_of(const std::string& name, const std::string& prefix) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return {-1, ""};
+  const size_t dot = name.find('.', prefix.size());
+  const std::string number = name.substr(prefix.size(), dot - prefix.size());
+  if (dot == std::string::npos || number.empty() ||
+      number.find_first_not_of("0123456789") != std::string::npos || number.size() > 9)
+    return {-1, ""};
+  return {std::stol(number), name.substr(dot + 1)};
+}
+
+void load_parameters(torch::nn::Module& model, const Checkpoint& checkpoint,
+                     const std::function<ParameterSource(const std::string& name)>& source,
+                     int64_t freeze_layers) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    const ParameterSource from = source(p.key());
+    if (from.tensor.empty()) continue;
+    const torch::Tensor& t = checkpoint.tensor(from.tensor, p.value().sizes());
+    p.value().copy_(from.convert ? from.convert(t) : t);
+    if (from.layer >= 0 && from.layer < freeze_layers) p.value().set_requires_grad(false);
+  }
+}
+
 }  // namespace induct

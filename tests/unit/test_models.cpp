@@ -192,6 +192,49 @@ BOOST_DATA_TEST_CASE(patching_a_recurrent_state_changes_the_next_positions,
                name << " position " << t);
 }
 
+// The composed models read each block's options with that block's own reader
+// (plugins/models/blocks): the same checks as the mamba and mamba2 models, in the block's
+// section, and the same options take effect (a Mamba block's step sizes within [dt_min, dt_max]).
+BOOST_AUTO_TEST_CASE(composed_models_read_each_block_as_its_model_does) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"{name: mamba, d_model: 32, dt_min: 0.5, dt_max: 0.1}",
+       ": dt_min: must satisfy 0 < dt_min < dt_max"},
+      {"{name: hybrid, pattern: M2, d_model: 32, mamba: {dt_min: 0.5, dt_max: 0.1}}",
+       ": mamba.dt_min: must satisfy 0 < dt_min < dt_max"},
+      {"{name: mamba2, d_model: 32, headdim: 16, ngroups: 3}",
+       ": ngroups: must divide the number of heads, expand * d_model / headdim (4)"},
+      {"{name: hybrid, pattern: M2, d_model: 32, mamba2: {headdim: 16, ngroups: 3}}",
+       ": mamba2.ngroups: must divide the number of heads, expand * d_model / headdim (4)"},
+      {"{name: looped, block: '2', d_model: 32, mamba2: {headdim: 16, ngroups: 3}}",
+       ": mamba2.ngroups: must divide the number of heads, expand * d_model / headdim (4)"}};
+  for (const auto& [yaml, message] : refused) {
+    try {
+      make(yaml, 12, 10, 1);
+      BOOST_ERROR(yaml << " was accepted");
+    } catch (const ConfigError& e) {
+      BOOST_TEST(std::string(e.what()).find(message) != std::string::npos, e.what());
+    }
+  }
+  for (const std::string name : {"mamba", "hybrid", "looped"}) {
+    const std::string yaml =
+        name == "mamba"    ? "{name: mamba, d_model: 16, dt_min: 0.01, dt_max: 0.02}"
+        : name == "hybrid" ? "{name: hybrid, pattern: M, d_model: 16, mamba: {dt_min: 0.01, "
+                             "dt_max: 0.02}}"
+                           : "{name: looped, block: M, d_model: 16, mamba: {dt_min: 0.01, "
+                             "dt_max: 0.02}}";
+    auto model = make(yaml, 12, 10, 1);
+    size_t biases = 0;
+    for (const auto& p : model->named_parameters()) {
+      if (p.key().find("dt_proj.bias") == std::string::npos) continue;
+      ++biases;
+      const torch::Tensor dt = torch::softplus(p.value());
+      BOOST_TEST(dt.min().item<double>() >= 0.01 - 1e-6, name);
+      BOOST_TEST(dt.max().item<double>() <= 0.02 + 1e-6, name);
+    }
+    BOOST_TEST(biases >= 1u, name);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(hook_names_at_defaults_and_their_summary) {
   BOOST_TEST(summarize_hook_names(model_hook_names(test::plugins(), "gpt2")) ==
              "embed, block.0-5, norm");

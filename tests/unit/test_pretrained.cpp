@@ -79,6 +79,17 @@ BOOST_DATA_TEST_CASE(checkpoint_gives_the_reference_logits,
   BOOST_TEST(error < 1e-5, name << ": relative error " << error);
 }
 
+// A parameter's block: the number after the prefix, and the rest of its name.
+BOOST_AUTO_TEST_CASE(block_of_splits_a_parameter_name) {
+  using Split = std::pair<int64_t, std::string>;
+  BOOST_TEST((block_of("blocks.3.attn.out.weight") == Split{3, "attn.out.weight"}));
+  BOOST_TEST((block_of("blocks.12.norm.weight") == Split{12, "norm.weight"}));
+  BOOST_TEST((block_of("layers.0.w", "layers.") == Split{0, "w"}));
+  for (const char* other : {"embed.weight", "blocks.norm.weight", "blocks.3", "blocks..w",
+                            "blocks.-1.w", "blocks.99999999999.w", "block.3.w"})
+    BOOST_TEST((block_of(other) == Split{-1, ""}), other);
+}
+
 // The checkpoint decides the shape (an option that sets it is refused), the task's tokens get
 // fresh rows, and freeze_layers keeps the first blocks out of training.
 BOOST_AUTO_TEST_CASE(shape_from_the_checkpoint_and_frozen_layers) {

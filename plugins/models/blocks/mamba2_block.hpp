@@ -8,11 +8,13 @@
 
 #include <cmath>
 #include <induct/hooks.hpp>
+#include <induct/model.hpp>
 #include <induct/nn/conv.hpp>
 #include <induct/nn/elementwise.hpp>
 #include <induct/nn/linear.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/ssd.hpp>
+#include <induct/options.hpp>
 
 #include "blocks/project.hpp"
 
@@ -27,6 +29,27 @@ struct Mamba2Config {
   int64_t heads() const { return d_inner() / headdim; }
   int64_t conv_dim() const { return d_inner() + 2 * ngroups * d_state; }
 };
+
+// The block's own options (expand, headdim, d_state, ngroups, d_conv, chunk_size, dt_min,
+// dt_max) from `o`: the mamba2 model's options, or the `mamba2` section of a composed model's.
+// The caller sets vocab, layers and the head, and d_model before (the checks use it).
+inline void read_block_options(const induct::Options& o, Mamba2Config& c) {
+  const long max = induct::kMaxModelDimension;
+  c.expand = induct::get_in_range(o, "expand", c.expand, 1, max);
+  c.headdim = induct::get_in_range(o, "headdim", c.headdim, 1, max);
+  c.d_state = induct::get_in_range(o, "d_state", c.d_state, 1, max);
+  c.ngroups = induct::get_in_range(o, "ngroups", c.ngroups, 1, max);
+  c.d_conv = induct::get_in_range(o, "d_conv", c.d_conv, 1, max);
+  c.chunk_size = induct::get_in_range(o, "chunk_size", c.chunk_size, 1, 4096);
+  c.dt_min = o.get<double>("dt_min", c.dt_min);
+  c.dt_max = o.get<double>("dt_max", c.dt_max);
+  if (c.d_inner() % c.headdim != 0)
+    o.fail("headdim", "must divide expand * d_model (" + std::to_string(c.d_inner()) + ")");
+  if (c.heads() % c.ngroups != 0)
+    o.fail("ngroups", "must divide the number of heads, expand * d_model / headdim (" +
+                          std::to_string(c.heads()) + ")");
+  if (!(c.dt_min > 0 && c.dt_min < c.dt_max)) o.fail("dt_min", "must satisfy 0 < dt_min < dt_max");
+}
 
 class Mamba2Block : public torch::nn::Module {
  public:

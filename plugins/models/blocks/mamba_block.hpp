@@ -8,9 +8,11 @@
 
 #include <cmath>
 #include <induct/hooks.hpp>
+#include <induct/model.hpp>
 #include <induct/nn/conv.hpp>
 #include <induct/nn/norms.hpp>
 #include <induct/nn/scan.hpp>
+#include <induct/options.hpp>
 
 #include "blocks/project.hpp"
 
@@ -22,6 +24,20 @@ struct MambaConfig {
   bool tie_embeddings = true;
   int64_t d_inner() const { return expand * d_model; }
 };
+
+// The block's own options (expand, d_state, d_conv, dt_rank, dt_min, dt_max) from `o`: the
+// mamba model's options, or the `mamba` section of a composed model's. The caller sets vocab,
+// layers, d_model and the head.
+inline void read_block_options(const induct::Options& o, MambaConfig& c) {
+  const long max = induct::kMaxModelDimension;
+  c.expand = induct::get_in_range(o, "expand", c.expand, 1, max);
+  c.d_state = induct::get_in_range(o, "d_state", c.d_state, 1, max);
+  c.d_conv = induct::get_in_range(o, "d_conv", c.d_conv, 1, max);
+  c.dt_rank = induct::get_in_range(o, "dt_rank", c.dt_rank, 1, max);
+  c.dt_min = o.get<double>("dt_min", c.dt_min);
+  c.dt_max = o.get<double>("dt_max", c.dt_max);
+  if (!(c.dt_min > 0 && c.dt_min < c.dt_max)) o.fail("dt_min", "must satisfy 0 < dt_min < dt_max");
+}
 
 class MambaBlock : public torch::nn::Module {
  public:

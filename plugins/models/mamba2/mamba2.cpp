@@ -60,21 +60,8 @@ std::unique_ptr<induct::SequenceModel> make(const induct::ModelContext& ctx) {
   c.vocab = ctx.vocab_size;
   c.layers = induct::get_in_range(o, "layers", c.layers, 1, max);
   c.d_model = induct::get_in_range(o, "d_model", c.d_model, 1, max);
-  c.expand = induct::get_in_range(o, "expand", c.expand, 1, max);
-  c.headdim = induct::get_in_range(o, "headdim", c.headdim, 1, max);
-  c.d_state = induct::get_in_range(o, "d_state", c.d_state, 1, max);
-  c.ngroups = induct::get_in_range(o, "ngroups", c.ngroups, 1, max);
-  c.d_conv = induct::get_in_range(o, "d_conv", c.d_conv, 1, max);
-  c.chunk_size = induct::get_in_range(o, "chunk_size", c.chunk_size, 1, 4096);
-  c.dt_min = o.get<double>("dt_min", c.dt_min);
-  c.dt_max = o.get<double>("dt_max", c.dt_max);
+  induct::blocks::read_block_options(o, c);
   c.tie_embeddings = o.get<bool>("tie_embeddings", c.tie_embeddings);
-  if (c.d_inner() % c.headdim != 0)
-    o.fail("headdim", "must divide expand * d_model (" + std::to_string(c.d_inner()) + ")");
-  if (c.heads() % c.ngroups != 0)
-    o.fail("ngroups", "must divide the number of heads, expand * d_model / headdim (" +
-                          std::to_string(c.heads()) + ")");
-  if (!(c.dt_min > 0 && c.dt_min < c.dt_max)) o.fail("dt_min", "must satisfy 0 < dt_min < dt_max");
   return std::make_unique<Mamba2>(c);
 }
 

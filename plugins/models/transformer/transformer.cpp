@@ -20,6 +20,7 @@
 #include <stdexcept>
 
 #include "blocks/transformer_block.hpp"
+#include "pretrained.hpp"
 
 namespace {
 
@@ -129,80 +130,21 @@ std::unique_ptr<induct::SequenceModel> make_llama(const induct::ModelContext& ct
   return std::make_unique<Transformer>(c);
 }
 
-// Pythia from a Hugging Face GPT-NeoX checkpoint folder: its shape from config.json, every
-// block and the final norm from model.safetensors; the task's tokens get a fresh embedding and
-// head (docs/models.md, "Pretrained weights"). `freeze_layers: k` keeps the first k blocks as
-// loaded.
+// Pythia from a Hugging Face GPT-NeoX checkpoint folder (pretrained.hpp); the task's tokens
+// get a fresh embedding and head. `freeze_layers: k` keeps the first k blocks as loaded.
 std::unique_ptr<induct::SequenceModel> load_pythia(const induct::ModelContext& ctx, Style s) {
   const auto& o = ctx.options;
   const auto folder = o.get_folder("pretrained", {"config.json", "model.safetensors"});
   for (const char* key : {"layers", "d_model", "heads", "d_ff", "rotary_pct", "rope_theta"})
     if (o.has(key)) o.fail(key, "is set by the checkpoint's config.json (pretrained)");
-  Config c;
   std::unique_ptr<Transformer> model;
-  int64_t freeze = 0;
   try {
     const induct::Checkpoint checkpoint = induct::read_checkpoint(folder);
-    if (checkpoint.text({"use_parallel_residual"}) != "true" ||
-        checkpoint.text({"hidden_act"}) != "gelu")
-      throw std::runtime_error(folder +
-                               "/config.json: not Pythia's block (use_parallel_residual: true, "
-                               "hidden_act: gelu)");
-    s.rotary_fraction = checkpoint.number({"rotary_pct"});
-    c.style = s;
-    c.vocab = ctx.vocab_size;
-    c.max_length = ctx.max_length;
-    c.layers = checkpoint.integer({"num_hidden_layers"});
-    c.d_model = checkpoint.integer({"hidden_size"});
-    c.heads = checkpoint.integer({"num_attention_heads"});
-    c.d_ff = checkpoint.integer({"intermediate_size"});
-    c.rope_theta = checkpoint.number({"rotary_emb_base"});
-    c.norm_eps = checkpoint.number({"layer_norm_eps"});
+    Config c = induct::pythia::config_of(checkpoint, s, ctx.vocab_size, ctx.max_length);
     c.dropout = o.get<double>("dropout", 0.0);
-    freeze = induct::get_in_range(o, "freeze_layers", 0, 0, c.layers);
-    const double rotary = c.d_model / std::max<int64_t>(c.heads, 1) * s.rotary_fraction;
-    if (c.layers < 1 || c.d_model < 1 || c.heads < 1 || c.d_model % c.heads != 0 || c.d_ff < 1 ||
-        !(s.rotary_fraction > 0 && s.rotary_fraction <= 1) || rotary < 2 ||
-        static_cast<int64_t>(rotary) % 2 != 0)
-      throw std::runtime_error(folder + "/config.json: sizes that do not make a Pythia model");
+    const int64_t freeze = induct::get_in_range(o, "freeze_layers", 0, 0, c.layers);
     model = std::make_unique<Transformer>(c);
-    const int64_t d = c.d_model, H = c.heads, dh = d / H;
-    torch::NoGradGuard no_grad;
-    for (auto& p : model->named_parameters()) {
-      const std::string& name = p.key();
-      if (name == "tok.weight" || name == "head.weight") continue;  // the task's own tokens
-      if (name.rfind("norm.", 0) == 0) {
-        p.value().copy_(
-            checkpoint.tensor("gpt_neox.final_layer_norm." + name.substr(5), p.value().sizes()));
-        continue;
-      }
-      // blocks.<i>.<rest>
-      const size_t dot = name.find('.', 7);
-      const std::string layer = name.substr(7, dot - 7), rest = name.substr(dot + 1);
-      const std::string prefix = "gpt_neox.layers." + layer + ".";
-      static const std::map<std::string, std::string> names = {
-          {"norm1", "input_layernorm"},
-          {"norm2", "post_attention_layernorm"},
-          {"attn.qkv", "attention.query_key_value"},
-          {"attn.out", "attention.dense"},
-          {"mlp.fc", "mlp.dense_h_to_4h"},
-          {"mlp.proj", "mlp.dense_4h_to_h"}};
-      const std::string module = rest.substr(0, rest.rfind('.')),
-                        leaf = rest.substr(rest.rfind('.') + 1);
-      const auto hf = names.find(module);
-      if (hf == names.end()) throw std::runtime_error("no checkpoint tensor for " + name);
-      const std::string source = prefix + hf->second + "." + leaf;
-      if (module == "attn.qkv") {
-        // GPT-NeoX orders the rows per head (q, k, v of head 0, then of head 1, ...); ours are
-        // all q, then all k, then all v.
-        const auto& t = checkpoint.tensor(source, p.value().sizes());
-        const auto per_head = leaf == "weight" ? t.view({H, 3, dh, d}) : t.view({H, 3, dh});
-        p.value().copy_(per_head.transpose(0, 1).reshape(p.value().sizes()));
-      } else {
-        p.value().copy_(checkpoint.tensor(source, p.value().sizes()));
-      }
-      if (std::stol(layer) < freeze) p.value().set_requires_grad(false);
-    }
+    induct::load_parameters(*model, checkpoint, induct::pythia::sources(c), freeze);
   } catch (const induct::ConfigError&) {
     throw;
   } catch (const std::exception& e) {

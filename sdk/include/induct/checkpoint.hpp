@@ -2,8 +2,11 @@
 // folder (config.json and model.safetensors). Nothing is downloaded.
 #pragma once
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -41,5 +44,29 @@ INDUCT_SDK_API Checkpoint read_checkpoint(const std::string& folder);
 
 // The tensors of one safetensors file (as read_checkpoint reads model.safetensors).
 INDUCT_SDK_API std::map<std::string, torch::Tensor> read_safetensors(const std::string& path);
+
+// Where one of the model's parameters comes from in a checkpoint: a family's name mapping
+// returns it for each of the model's parameter names.
+struct ParameterSource {
+  std::string tensor;  // the checkpoint's tensor; "" keeps the parameter as initialised
+  int64_t layer = -1;  // its block (kept as loaded when below freeze_layers); -1: none
+  // The checkpoint's tensor (already checked to have the parameter's shape) as the model lays
+  // it out; empty: as it is.
+  std::function<torch::Tensor(const torch::Tensor&)> convert = nullptr;
+};
+
+// "blocks.3.attn.out.weight" with prefix "blocks." -> {3, "attn.out.weight"}; {-1, ""} when
+// `name` does not start with the prefix and a block number.
+INDUCT_SDK_API std::pair<int64_t, std::string> block_of(const std::string& name,
+                                                        const std::string& prefix = "blocks.");
+
+// Fills every parameter of `model` from `checkpoint` through `source` (a mapping that throws
+// std::runtime_error for a name it cannot place), without recording gradients; the parameters
+// of blocks below `freeze_layers` stop requiring gradients. Throws std::runtime_error naming
+// the folder, the tensor and the shapes where a tensor is missing or of another shape.
+INDUCT_SDK_API void load_parameters(
+    torch::nn::Module& model, const Checkpoint& checkpoint,
+    const std::function<ParameterSource(const std::string& name)>& source,
+    int64_t freeze_layers = 0);
 
 }  // namespace induct
