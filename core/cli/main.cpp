@@ -61,9 +61,11 @@ commands:
                       the store as tidy tables (one row per observation, numbers as numbers)
                       in DIR/export/ or PATH: trials, histories, per_length, nstar, kappa,
                       lengthgen
-  status DIR          what the study writing DIR has done and is doing (also from another
-                      machine: it reads DIR/status.yaml, not the store)
-  plugins             list the models and tasks of every plugin on the plugin path
+  status DIR [--follow]
+                      what the study writing DIR has done and is doing (also from another
+                      machine: it reads DIR/status.yaml, not the store); --follow: then its
+                      events (DIR/events.jsonl) as they come
+  plugins             list the models, tasks and formats of every plugin on the plugin path
 
 global options:
   --plugin-path PATH  a plugin library or a folder of them (repeatable); searched before
@@ -430,8 +432,15 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
     progress.log("  failure detector on (" + induct::describe_detector(config.training) +
                  "): a configuration it stops is failed by its rule, not proven at max_steps "
                  "(docs/method.md section 5a; search.certify proves the failures an N* rests on)");
-  induct::StatusFile status(out_dir, config.name, config.kind, cells.size(), runner->parallelism(),
-                            [&store] { return store.outcomes().size(); });
+  induct::StatusFile status(
+      out_dir, config.name, config.kind, cells.size(), runner->parallelism(),
+      [&store] { return store.outcomes().size(); }, std::cerr);
+  std::vector<std::string> command = {"induct", "run"};
+  command.insert(command.end(), args.begin(), args.end());
+  status.events().run_started(config.name, config.kind, cells.size(), runner->parallelism(),
+                              command);
+  store.set_outcome_listener(
+      [&status](const induct::StoredOutcome& o) { status.events().outcome_stored(o); });
   induct::StatusRunner tracked(*runner, status);
   induct::StudyRun run{config, *registry, store, tracked, progress, out_dir, std::cout};
   int rc = 0;
@@ -482,12 +491,20 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
 int command_status(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help") {
     std::cout
-        << "usage: induct status DIR\n\nPrints what the study writing DIR has done and is doing "
-           "(DIR/status.yaml, which `induct run` rewrites as it runs), without opening its "
-           "store.\n";
+        << "usage: induct status DIR [--follow]\n\nPrints what the study writing DIR has done and "
+           "is doing (DIR/status.yaml, which `induct run` rewrites as it runs), without opening "
+           "its store. --follow: then the events of its latest run (DIR/events.jsonl, "
+           "docs/store.md \"Events\") from its start and as they come, until it ends.\n";
     return args.empty() ? 2 : 0;
   }
+  const bool follow = args.size() == 2 && args[1] == "--follow";
+  if (args.size() > 2 || (args.size() == 2 && !follow))
+    throw po::error("status takes DIR and optionally --follow");
   std::cout << induct::describe_status(args[0]);
+  if (follow) {
+    std::cout << "events:\n";
+    induct::follow_events(args[0], std::cout);
+  }
   return 0;
 }
 

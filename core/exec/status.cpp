@@ -71,7 +71,7 @@ std::string describe_status_file(const std::filesystem::path& dir, const YAML::N
 }  // namespace
 
 StatusFile::StatusFile(std::filesystem::path dir, std::string study, std::string kind, size_t cells,
-                       int workers, std::function<size_t()> decided)
+                       int workers, std::function<size_t()> decided, std::ostream& warn)
     : file_(dir / "status.yaml"),
       study_(std::move(study)),
       kind_(std::move(kind)),
@@ -79,7 +79,8 @@ StatusFile::StatusFile(std::filesystem::path dir, std::string study, std::string
       cells_(cells),
       workers_(workers),
       decided_(std::move(decided)),
-      begin_(std::chrono::steady_clock::now()) {
+      begin_(std::chrono::steady_clock::now()),
+      events_(dir, warn) {
   write(true);
 }
 
@@ -88,6 +89,7 @@ StatusFile::~StatusFile() {
   state_ = "ended by an error (its message is the study's last line)";
   running_.clear();
   try {
+    events_.run_ended(state_);
     write(true);
   } catch (...) {
   }
@@ -95,7 +97,10 @@ StatusFile::~StatusFile() {
 
 void StatusFile::set_state(const std::string& state) {
   state_ = state;
-  if (state_ != "running") running_.clear();
+  if (state_ != "running") {
+    running_.clear();
+    events_.run_ended(state_);
+  }
   write(true);
 }
 
@@ -107,20 +112,23 @@ void StatusFile::started(size_t id, const TrialSpec& trial) {
   r.max_steps = trial.training.max_steps;
   r.since = std::chrono::steady_clock::now();
   running_[id] = r;
+  events_.trial_started(id, trial);
   write(true);
 }
 
-void StatusFile::progressed(size_t id, int64_t step, double val_loss) {
+void StatusFile::progressed(size_t id, const EvalPoint& point, double best_loss) {
   auto found = running_.find(id);
   if (found == running_.end()) return;
-  found->second.step = step;
-  found->second.val_loss = val_loss;
+  events_.evaluated(id, point, best_loss);
+  found->second.step = point.step;
+  found->second.val_loss = point.val_loss;
   found->second.evaluated = true;
   write(false);
 }
 
 void StatusFile::ended(size_t id, const TrialResult& result, bool record_only) {
   running_.erase(id);
+  events_.trial_ended(id, result, !record_only);
   ++ended_[record_only ? "cancelled by the stop" : to_string(result.status)];
   steps_ += result.steps;
   write(true);
@@ -190,7 +198,7 @@ void StatusRunner::run(TrialSource& source) {
       inner.on_start(ticket);
     }
     void on_progress(size_t ticket, const EvalPoint& point, double best) override {
-      status.progressed(ids.at(ticket).first, point.step, point.val_loss);
+      status.progressed(ids.at(ticket).first, point, best);
       inner.on_progress(ticket, point, best);
     }
     std::vector<size_t> on_done(size_t ticket, const TrialResult& result) override {
@@ -316,5 +324,37 @@ std::string describe_status_file(const std::filesystem::path& dir, const YAML::N
 }
 
 }  // namespace
+
+size_t follow_events(const std::filesystem::path& dir, std::ostream& out, double poll_seconds) {
+  const std::filesystem::path file = dir / "events.jsonl";
+  if (!std::filesystem::exists(file))
+    throw std::runtime_error(file.string() + ": no such file (a run of this induct writes it; is " +
+                             dir.string() + " the --out folder of `induct run`?)");
+  // The latest run's first line.
+  uint64_t offset = 0;
+  {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t last = text.rfind("\n{\"event\": \"run_started\"");
+    if (last != std::string::npos) offset = last + 1;  // else the first line starts it
+  }
+  size_t shown = 0;
+  for (;;) {
+    // Whether the writer is gone, asked before reading, so that nothing it wrote is missed.
+    const std::optional<bool> held = run_lock_held(dir);
+    const bool gone = held.has_value() && !*held;
+    EventLines read = read_events(file, offset, gone);
+    for (const auto& line : read.lines) out << line << "\n";
+    out.flush();
+    shown += read.lines.size();
+    if (read.ended) return shown;
+    if (gone) {
+      out << "the run's process is gone (killed, or its machine stopped) without a run_ended "
+             "event; the same `induct run` command resumes\n";
+      return shown;
+    }
+    ::usleep(static_cast<useconds_t>(poll_seconds * 1e6));
+  }
+}
 
 }  // namespace induct

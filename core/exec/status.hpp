@@ -6,25 +6,29 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 
+#include "exec/events.hpp"
 #include "exec/runner.hpp"
 
 namespace induct {
 
 class StatusFile {
  public:
-  // `decided`: how many outcomes (cells or searches concluded) the store holds now.
+  // `decided`: how many outcomes (cells or searches concluded) the store holds now. Every
+  // change is also an event of DIR/events.jsonl (events(); `warn` for its one message).
   StatusFile(std::filesystem::path dir, std::string study, std::string kind, size_t cells,
-             int workers, std::function<size_t()> decided);
+             int workers, std::function<size_t()> decided, std::ostream& warn);
   ~StatusFile();  // a study that ends by an exception: state "ended by an error"
   // running | finished | "stopped by SIGTERM" | ...; written at once.
   void set_state(const std::string& state);
 
   void started(size_t id, const TrialSpec& trial);
-  void progressed(size_t id, int64_t step, double val_loss);
+  void progressed(size_t id, const EvalPoint& point, double best_loss);
   void ended(size_t id, const TrialResult& result, bool record_only);
+  EventLog& events() { return events_; }
 
  private:
   struct Running {
@@ -46,6 +50,7 @@ class StatusFile {
   std::map<std::string, size_t> ended_;  // by status
   int64_t steps_ = 0;                    // optimisation steps of the trials that ended
   std::chrono::steady_clock::time_point begin_, last_write_;
+  EventLog events_;
 };
 
 // A runner that tells a StatusFile about every trial of the runner it wraps.
@@ -80,5 +85,11 @@ class RunLock {
 
 // `induct status DIR`: the status file as a person reads it (and whether its writer is alive).
 std::string describe_status(const std::filesystem::path& dir);
+
+// `induct status DIR --follow`: the events of the latest run in DIR/events.jsonl as lines, from
+// its start, then as they come (polling every `poll_seconds`) until the run ends or its process
+// on this machine is gone. Returns the lines' count.
+size_t follow_events(const std::filesystem::path& dir, std::ostream& out,
+                     double poll_seconds = 0.5);
 
 }  // namespace induct

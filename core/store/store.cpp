@@ -560,6 +560,7 @@ void Store::put_row(const std::string& study, const TrialSpec& spec, const Trial
 
 void Store::put_outcome(const StoredOutcome& o) {
   transaction([&] { put_outcome_row(o); });
+  if (outcome_listener_) outcome_listener_(o);
 }
 
 void Store::put_outcome_row(const StoredOutcome& o) {

@@ -84,7 +84,11 @@ class Store {
   void put(const std::string& study, const TrialSpec& spec, const TrialResult& result);
   std::vector<StoredTrial> all() const;
 
+  // Stores an outcome, then tells the listener (set_outcome_listener), if any.
   void put_outcome(const StoredOutcome& outcome);
+  void set_outcome_listener(std::function<void(const StoredOutcome&)> listener) {
+    outcome_listener_ = std::move(listener);
+  }
   std::optional<StoredOutcome> find_outcome(const std::string& key) const;
   std::vector<StoredOutcome> outcomes() const;
   const std::filesystem::path& file() const { return file_; }
@@ -120,6 +124,7 @@ class Store {
   std::filesystem::path file_;
   std::vector<OutcomeTables> kinds_;
   sqlite3* db_ = nullptr;
+  std::function<void(const StoredOutcome&)> outcome_listener_;
 };
 
 // Handed to OutcomeTables::write inside the store's transaction, for one outcome.

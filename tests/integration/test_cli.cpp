@@ -21,6 +21,32 @@ namespace {
 const std::string kInduct = INDUCT_BINARY;
 const std::string kTiny = std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny.yaml";
 
+// DIR/events.jsonl, one event per line; a line that is not one fails the test. With
+// /usr/bin/python3, also read by Python's json module (the format a notebook reads).
+std::vector<YAML::Node> events_of(const std::string& dir) {
+  std::vector<YAML::Node> events;
+  std::ifstream in(dir + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    YAML::Node e;
+    BOOST_CHECK_NO_THROW(e = YAML::Load(line));
+    BOOST_TEST((e.IsMap() && e["event"] && e["time"]), line);
+    events.push_back(e);
+  }
+  if (std::filesystem::exists("/usr/bin/python3")) {
+    CommandResult json = run_command(
+        "/usr/bin/python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' " + dir +
+        "/events.jsonl");
+    BOOST_TEST(json.exit_code == 0, json.output);
+  }
+  return events;
+}
+
+size_t count_events(const std::vector<YAML::Node>& events, const std::string& name) {
+  return static_cast<size_t>(std::count_if(events.begin(), events.end(), [&](const YAML::Node& e) {
+    return e["event"].as<std::string>() == name;
+  }));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(version_and_help) {
@@ -224,6 +250,33 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   std::string trials = read(dir + "/trials.csv");
   BOOST_TEST(std::count(trials.begin(), trials.end(), '\n') == 5, trials);
   BOOST_TEST(trials.find("study,cell,N,lr,seed,status") == 0u, trials);
+
+  // The events of both runs: the first trained 4 trials (each started, evaluated every 20 of
+  // its steps, ended and recorded), the second none; each run started and ended.
+  const std::vector<YAML::Node> events = events_of(dir);
+  BOOST_TEST(count_events(events, "run_started") == 2u);
+  BOOST_TEST(count_events(events, "run_ended") == 2u);
+  BOOST_TEST(count_events(events, "trial_started") == 4u);
+  BOOST_TEST(count_events(events, "trial_ended") == 4u);
+  BOOST_TEST(events.front()["event"].as<std::string>() == "run_started");
+  BOOST_TEST(events.front()["schema"].as<int>() == 1);
+  BOOST_TEST(events.back()["state"].as<std::string>() == "finished");
+  std::map<std::string, int64_t> evaluated;  // trial -> evaluations
+  for (const auto& e : events)
+    if (e["event"].as<std::string>() == "evaluation") ++evaluated[e["trial"].as<std::string>()];
+  for (const auto& e : events) {
+    if (e["event"].as<std::string>() != "trial_ended") continue;
+    BOOST_TEST(e["recorded"].as<bool>());
+    BOOST_TEST(evaluated[e["trial"].as<std::string>()] == e["steps"].as<int64_t>() / 20,
+               e["trial"].as<std::string>());
+  }
+  // `induct status --follow` on the finished run: the second run's events, then it returns.
+  CommandResult follow = run_command(kInduct + " status " + dir + " --follow");
+  BOOST_TEST(follow.exit_code == 0, follow.output);
+  BOOST_TEST(follow.output.find("run started: train study 'tiny'") != std::string::npos,
+             follow.output);
+  BOOST_TEST(follow.output.find("run ended: finished") != std::string::npos, follow.output);
+  BOOST_TEST(follow.output.find("trial 0 started") == std::string::npos, follow.output);
 }
 
 // `induct report DIR` takes report.min_accuracy from the run's config.yaml unless told
@@ -309,6 +362,12 @@ BOOST_AUTO_TEST_CASE(killed_study_resumes_without_retraining) {
   CommandResult status = run_command(kInduct + " status " + killed);  // from the status file
   BOOST_TEST(status.output.find("state: running") != std::string::npos, status.output);
   BOOST_TEST(status.output.find("its process is gone") != std::string::npos, status.output);
+  // Its events up to the kill are whole lines; no run_ended, and following them says so.
+  const std::vector<YAML::Node> killed_events = events_of(killed);
+  BOOST_TEST(count_events(killed_events, "run_ended") == 0u);
+  BOOST_TEST(count_events(killed_events, "trial_ended") >= 3u);
+  CommandResult follow = run_command(kInduct + " status " + killed + " --follow");
+  BOOST_TEST(follow.output.find("the run's process is gone") != std::string::npos, follow.output);
 
   CommandResult resumed = run_command(kInduct + " run " + study + " --out " + killed);
   BOOST_REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);

@@ -648,7 +648,8 @@ BOOST_AUTO_TEST_CASE(status_names_a_damaged_file_and_knows_a_run_by_its_lock) {
   test::run_command("rmdir '" + dir + "/status.yaml'");
   {
     RunLock lock(dir);
-    StatusFile status(dir, "s", "nstar", 1, 1, [] { return size_t{0}; });
+    StatusFile status(
+        dir, "s", "nstar", 1, 1, [] { return size_t{0}; }, std::cerr);
     // Running, by this process, which holds the lock.
     BOOST_TEST(describe_status(dir).find("process is gone") == std::string::npos);
   }
@@ -659,6 +660,55 @@ BOOST_AUTO_TEST_CASE(status_names_a_damaged_file_and_knows_a_run_by_its_lock) {
              describe_status(dir));
   test::run_command("sed -i 's/^elapsed_s: .*/elapsed_s: .inf/' '" + dir + "/status.yaml'");
   BOOST_TEST(error_of().find("elapsed_s is not a finite number") != std::string::npos, error_of());
+}
+
+// The event log: each event one whole line; a line cut by a full disk is left for the next read
+// while the run lives, then skipped and said; a resumed run's first event starts a line of its
+// own; a newer schema is said, not misread.
+BOOST_AUTO_TEST_CASE(events_are_whole_lines_and_a_cut_line_is_skipped_and_said) {
+  const std::string dir = test::temp_dir("events");
+  Run run(R"(study: train
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8}
+data: {format: outcome, distribution: uniform, L: 4, N: 10}
+)",
+          "events_run");
+  const TrialSpec trial = make_trial(run.config, run.cells.at(0), 10, 1e-2, 10);
+  {
+    EventLog log(dir, std::cerr);
+    log.run_started("s", "nstar", 1, 1, {"induct", "run", "s.yaml"});
+    log.trial_started(7, trial);
+    log.evaluated(7, EvalPoint{50, 0.7, 0.69}, 0.69);
+  }
+  uint64_t offset = 0;
+  EventLines read = read_events(dir + "/events.jsonl", offset, false);
+  BOOST_REQUIRE_EQUAL(read.lines.size(), 3u);
+  BOOST_TEST(
+      read.lines[2].find("trial 7 step 50: validation loss 0.69 (best 0.69)") != std::string::npos,
+      read.lines[2]);
+  BOOST_TEST(!read.ended);
+  std::ofstream(dir + "/events.jsonl", std::ios::app) << "{\"event\": \"trial_en";  // cut
+  read = read_events(dir + "/events.jsonl", offset, false);
+  BOOST_TEST(read.lines.empty());  // the cut line may yet be finished
+  const uint64_t before_final = offset;
+  read = read_events(dir + "/events.jsonl", offset, true);
+  BOOST_REQUIRE_EQUAL(read.lines.size(), 1u);
+  BOOST_TEST(read.lines[0].find("its last line is cut (19 bytes), skipped") != std::string::npos,
+             read.lines[0]);
+  BOOST_TEST(offset == before_final + 19);
+  {
+    EventLog log(dir, std::cerr);  // a resumed run
+    log.run_ended("finished");
+  }
+  read = read_events(dir + "/events.jsonl", offset, true);
+  BOOST_REQUIRE_EQUAL(read.lines.size(), 1u);
+  BOOST_TEST(read.lines[0].find("run ended: finished") != std::string::npos, read.lines[0]);
+  BOOST_TEST(read.ended);
+  std::ofstream(dir + "/events.jsonl", std::ios::app)
+      << "{\"event\": \"run_started\", \"time\": \"x\", \"schema\": 99}\n";
+  read = read_events(dir + "/events.jsonl", offset, true);
+  BOOST_REQUIRE_EQUAL(read.lines.size(), 1u);
+  BOOST_TEST(read.lines[0].find("newer schema (99)") != std::string::npos, read.lines[0]);
 }
 
 // Another process holding the store longer than SQLite's own busy wait (10 s) delays a

@@ -28,7 +28,9 @@ struct Shape {
   Mamba2Config mamba2;
 };
 
-inline const char* kind_name(char kind) { return kind == 'A' ? "attn" : kind == 'M' ? "mamba" : "mamba2"; }
+inline const char* kind_name(char kind) {
+  return kind == 'A' ? "attn" : kind == 'M' ? "mamba" : "mamba2";
+}
 
 inline std::shared_ptr<torch::nn::Module> make_block(char kind, const Shape& s) {
   if (kind == 'A') {
@@ -43,7 +45,7 @@ inline std::shared_ptr<torch::nn::Module> make_block(char kind, const Shape& s) 
 // The block's output; a Mamba or Mamba-2 block's convolution is the inner hook point
 // `<point>.conv`.
 inline torch::Tensor run_block(char kind, torch::nn::Module& block, const torch::Tensor& x,
-                        const induct::Hooks& hooks, const std::string& point) {
+                               const induct::Hooks& hooks, const std::string& point) {
   if (kind == 'A') return static_cast<TransformerBlock&>(block).forward(x);
   if (kind == 'M') return static_cast<MambaBlock&>(block).forward(x, &hooks, point);
   return static_cast<Mamba2Block&>(block).forward(x, &hooks, point);
@@ -92,7 +94,8 @@ inline Shape read_shape(const induct::ModelContext& ctx, const std::string& kind
   return s;
 }
 
-inline void check_kinds(const induct::Options& o, const std::string& key, const std::string& kinds) {
+inline void check_kinds(const induct::Options& o, const std::string& key,
+                        const std::string& kinds) {
   if (kinds.empty()) o.fail(key, "is empty; give one letter per layer: A, M or 2");
   if (kinds.size() > 256) o.fail(key, "has more than 256 layers");
   for (char kind : kinds)

@@ -49,7 +49,8 @@ std::function<ParameterSource(const std::string&)> sources(const blocks::Transfo
     const std::string module = rest.substr(0, rest.rfind('.')),
                       leaf = rest.substr(rest.rfind('.') + 1);
     const auto hf = names.find(module);
-    if (layer < 0 || hf == names.end()) throw std::runtime_error("no checkpoint tensor for " + name);
+    if (layer < 0 || hf == names.end())
+      throw std::runtime_error("no checkpoint tensor for " + name);
     ParameterSource source{
         "gpt_neox.layers." + std::to_string(layer) + "." + hf->second + "." + leaf, layer};
     if (module == "attn.qkv")
