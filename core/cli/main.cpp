@@ -161,9 +161,12 @@ int command_plugins(const Global& global) {
   return registry.problems().empty() ? 0 : 1;  // a refused library is an error to fix
 }
 
-// The resolved study: the base document's keys and each cell's task, model and data.
+// The resolved study: the base document's keys and each cell's task, model and data; the
+// published values' file as an absolute path (`induct report DIR` reads it from any folder).
 YAML::Node resolved_study(const induct::StudyConfig& config) {
   YAML::Node out = induct::yaml::resolved(config.root);
+  if (!config.report.reference.empty())
+    out["report"]["reference"] = fs::absolute(config.report.reference).lexically_normal().string();
   for (const auto& cell : config.cells) {
     YAML::Node c;
     c["task"] = induct::yaml::resolved(cell.task);
@@ -404,7 +407,8 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   // Published values are read before anything trains: a bad file is an error now, not at the end.
   std::optional<induct::Reference> reference;
   if (!config.report.reference.empty())
-    reference = induct::read_reference(config.report.reference, config.report.factor);
+    reference = induct::read_reference(config.report.reference, config.report.factor,
+                                       induct::study_reference_metrics());
   const fs::path out_dir =
       vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("runs") / config.name;
   fs::create_directories(out_dir);
@@ -567,9 +571,25 @@ int command_report(const std::vector<std::string>& args) {
   }
   if (!(min_accuracy >= 0 && min_accuracy <= 1))
     throw induct::ConfigError(source + ": must be in [0, 1]");
+  // Without --reference, the run's own report.reference and report.factor (DIR/config.yaml).
   std::optional<induct::Reference> reference;
-  if (vm.count("reference"))
-    reference = induct::read_reference(vm["reference"].as<std::string>(), factor);
+  if (vm.count("reference")) {
+    reference = induct::read_reference(vm["reference"].as<std::string>(), factor,
+                                       induct::study_reference_metrics());
+  } else if (fs::exists(resolved)) {
+    std::string file;
+    double run_factor = factor;
+    try {
+      const YAML::Node node = YAML::LoadFile(resolved.string())["report"];
+      if (node && node["reference"]) file = node["reference"].as<std::string>();
+      if (node && node["factor"] && vm["factor"].defaulted())
+        run_factor = node["factor"].as<double>();
+    } catch (const YAML::Exception& e) {
+      throw induct::ConfigError(resolved.string() + ": report.reference: " + e.what());
+    }
+    if (!file.empty())
+      reference = induct::read_reference(file, run_factor, induct::study_reference_metrics());
+  }
   induct::Store store(dir / "results.sqlite", induct::study_outcome_tables());
   induct::write_reports(store, dir, induct::study_reports(), &std::cout,
                         reference ? &*reference : nullptr, min_accuracy);

@@ -23,9 +23,8 @@ namespace {
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch())
-                      .count() %
-                  1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   char buffer[40];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", std::gmtime(&t));
   char out[48];
@@ -86,13 +85,11 @@ void EventLog::run_started(const std::string& study, const std::string& kind, si
                            int workers, const std::vector<std::string>& command) {
   std::string args;
   for (const auto& arg : command) args += (args.empty() ? "" : ", ") + json_string(arg);
-  write("run_started", field("schema", std::to_string(kSchema)) +
-                           field("study", json_string(study)) + field("kind", json_string(kind)) +
-                           field("cells", std::to_string(cells)) +
-                           field("workers", std::to_string(workers)) +
-                           field("host", json_string(host_name())) +
-                           field("pid", std::to_string(::getpid())) +
-                           field("command", "[" + args + "]"));
+  write("run_started",
+        field("schema", std::to_string(kSchema)) + field("study", json_string(study)) +
+            field("kind", json_string(kind)) + field("cells", std::to_string(cells)) +
+            field("workers", std::to_string(workers)) + field("host", json_string(host_name())) +
+            field("pid", std::to_string(::getpid())) + field("command", "[" + args + "]"));
 }
 
 void EventLog::trial_started(size_t id, const TrialSpec& trial) {
@@ -133,10 +130,9 @@ void EventLog::trial_ended(size_t id, const TrialResult& result, bool recorded) 
 }
 
 void EventLog::outcome_stored(const StoredOutcome& outcome) {
-  write("outcome", field("kind", json_string(outcome.kind)) +
-                       field("label", json_string(outcome.label)) +
-                       field("key", json_string(outcome.key)) +
-                       field("value", to_json(outcome.value)));
+  write("outcome",
+        field("kind", json_string(outcome.kind)) + field("label", json_string(outcome.label)) +
+            field("key", json_string(outcome.key)) + field("value", to_json(outcome.value)));
 }
 
 void EventLog::run_ended(const std::string& state) {

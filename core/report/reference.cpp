@@ -87,12 +87,18 @@ bool options_match(const ReferenceValue& r, const YAML::Node& task, const YAML::
 
 }  // namespace
 
-Reference read_reference(const std::string& file, double factor) {
+Reference read_reference(const std::string& file, double factor,
+                         const std::vector<ReferenceMetric>& metrics) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw ConfigError(file + ": cannot read the reference values");
   Reference reference;
   reference.file = file;
   reference.factor = factor;
+  std::string names;
+  for (const ReferenceMetric& m : metrics) {
+    reference.metrics[m.name] = m;
+    names += (names.empty() ? "" : ", ") + m.name;
+  }
   int line = 0;
   std::vector<std::string> header, fields;
   if (!read_record(in, header, line, file))
@@ -136,12 +142,12 @@ Reference read_reference(const std::string& file, double factor) {
     r.metric = get("metric");
     r.source = get("source");
     r.where = where;
-    if (r.metric != "nstar" && r.metric != "kappa")
-      throw ConfigError(where + ": metric '" + r.metric + "': expected nstar or kappa");
+    const auto metric = reference.metrics.find(r.metric);
+    if (metric == reference.metrics.end())
+      throw ConfigError(where + ": metric '" + r.metric + "': expected one of " + names);
+    const bool ratio = metric->second.compare == ReferenceMetric::Compare::kRatio;
     if (r.task.empty() || r.model.empty() || r.format.empty())
       throw ConfigError(where + ": task, model and format must not be empty");
-    if (r.metric == "nstar" && r.distribution.empty())
-      throw ConfigError(where + ": an nstar value needs its distribution");
     try {
       size_t used = 0;
       const long L = std::stol(get("L"), &used);
@@ -154,9 +160,9 @@ Reference read_reference(const std::string& file, double factor) {
     if (!value.empty() && value != "-" && value != kNotLearned) {
       char* end = nullptr;
       const double v = std::strtod(value.c_str(), &end);
-      if (*end != '\0' || !std::isfinite(v) || v <= 0)
-        throw ConfigError(where + ": value '" + value +
-                          "' is not a positive number (empty, - or – for not learned)");
+      if (*end != '\0' || !std::isfinite(v) || (ratio && v <= 0))
+        throw ConfigError(where + ": value '" + value + "' is not a " + (ratio ? "positive " : "") +
+                          "number (empty, - or – for not learned)");
       r.value = v;
     }
     for (const auto& [name, index] : column)
@@ -184,6 +190,9 @@ std::vector<const ReferenceValue*> Reference::find(const std::string& metric,
 
 bool Reference::differs(const ReferenceValue& published, std::optional<double> ours) const {
   if (!published.value || !ours) return published.value.has_value() != ours.has_value();
+  const ReferenceMetric& metric = metric_of(published);
+  if (metric.compare == ReferenceMetric::Compare::kDifference)
+    return std::abs(*ours - *published.value) > metric.tolerance + 1e-12;
   const double ratio = *ours / *published.value;
   return ratio > factor || ratio < 1.0 / factor;
 }
@@ -194,7 +203,14 @@ std::string Reference::compare(const std::vector<const ReferenceValue*>& publish
   for (const ReferenceValue* r : published) {
     std::string one = r->value ? format_number(*r->value, 4) : kNotLearned;
     if (!r->source.empty()) one += " " + r->source;
-    if (r->value && ours) one += ", x" + format_number(*ours / *r->value, 3);
+    if (r->value && ours) {
+      if (metric_of(*r).compare == ReferenceMetric::Compare::kDifference) {
+        const double d = *ours - *r->value;
+        one += ", " + std::string(d >= 0 ? "+" : "") + format_number(d, 2);
+      } else {
+        one += ", x" + format_number(*ours / *r->value, 3);
+      }
+    }
     if (differs(*r, ours)) one += " !";
     text += (text.empty() ? "" : "; ") + one;
   }

@@ -191,9 +191,11 @@ std::string model_legend(const YAML::Node& model, const std::string& row_model) 
 std::string reference_legend(const ReportContext& report) {
   if (!report.reference) return "";
   return "[published value and source from " + report.reference->file +
-         ", x ours / published; ! = off by more than a factor " +
+         ", x ours / published (+ ours - published for accuracies); ! = off by more than a "
+         "factor " +
          format_number(report.reference->factor, 3) +
-         " either way, or learned on one side only] (reference_comparison lists every one).\n\n";
+         " either way (accuracies: by more than the metric's tolerance), or learned on one side "
+         "only] (reference_comparison lists every one).\n\n";
 }
 
 std::string ReportContext::compared(const std::string& label, const std::string& metric,
@@ -398,15 +400,20 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
   // Every comparison with a published value, one row each (the tables show them in place).
   if (reference) {
     Table compared;
-    compared.header = {"cell",    "metric", "ours",         "published", "ours / published",
-                       "differs", "source", "reference row"};
+    compared.header = {"cell",      "metric",           "ours",
+                       "published", "ours / published", "ours - published",
+                       "differs",   "source",           "reference row"};
     for (const auto& c : report.comparisons) {
       const bool both = c.ours && c.published->value;
-      compared.rows.push_back({c.label, c.metric, c.ours ? format_number(*c.ours, 4) : "",
-                               c.published->value ? format_number(*c.published->value, 4) : "",
-                               both ? format_number(*c.ours / *c.published->value, 4) : "",
-                               reference->differs(*c.published, c.ours) ? "true" : "false",
-                               c.published->source, c.published->where});
+      const bool ratio =
+          reference->metric_of(*c.published).compare == ReferenceMetric::Compare::kRatio;
+      compared.rows.push_back(
+          {c.label, c.metric, c.ours ? format_number(*c.ours, 4) : "",
+           c.published->value ? format_number(*c.published->value, 4) : "",
+           both && ratio ? format_number(*c.ours / *c.published->value, 4) : "",
+           both && !ratio ? format_number(*c.ours - *c.published->value, 4) : "",
+           reference->differs(*c.published, c.ours) ? "true" : "false", c.published->source,
+           c.published->where});
     }
     std::set<const ReferenceValue*> used;  // a value may match several cells
     for (const auto& c : report.comparisons) used.insert(c.published);
@@ -418,7 +425,8 @@ void write_reports(const Store& store, const fs::path& dir, const std::vector<Ki
             " published values match a cell in the store. differs: ours / published is above " +
             format_number(reference->factor, 3) + " or below 1/" +
             format_number(reference->factor, 3) +
-            ", or one side is not learned (empty = not learned).",
+            " (counts and factors), ours - published beyond the metric's tolerance "
+            "(accuracies), or one side is not learned (empty = not learned).",
         compared);
     if (log && matched < reference->values.size())
       *log << "reference: " << reference->values.size() - matched << " of "

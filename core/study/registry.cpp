@@ -27,19 +27,24 @@ struct Kind {
   std::string name;
   std::unique_ptr<Study> (*make)();
   std::vector<std::pair<std::string, Measurement>> measurements;  // by the name trials use
-  OutcomeTables (*tables)();  // nullptr: its outcomes keep only their row
+  OutcomeTables (*tables)();                       // nullptr: its outcomes keep only their row
+  std::vector<ReferenceMetric> reference_metrics;  // published values its report compares
 };
+
+using Compare = ReferenceMetric::Compare;
 
 const std::vector<Kind>& kinds() {
   static const std::vector<Kind> table = {
-      {"train", make_train_study, {}, nullptr},
-      {"nstar", make_nstar_study, {}, nstar_outcome_tables},
-      {"sharing", make_sharing_study, {}, sharing_outcome_tables},
+      {"train", make_train_study, {}, nullptr, {}},
+      {"nstar", make_nstar_study, {}, nstar_outcome_tables, {{"nstar", Compare::kRatio, 0}}},
+      {"sharing", make_sharing_study, {}, sharing_outcome_tables, {{"kappa", Compare::kRatio, 0}}},
       {"lengthgen",
        make_lengthgen_study,
        {{"lengthgen", measure_lengthgen}},
-       lengthgen_outcome_tables},
-      {"probe", make_probe_study, {}, nullptr},  // probes are measured by the coordinator
+       lengthgen_outcome_tables,
+       // Table 2: normalized final-state accuracy at 2L; off by more than 0.1 is marked.
+       {{"lengthgen_normalized_accuracy_2L", Compare::kDifference, 0.1}}},
+      {"probe", make_probe_study, {}, nullptr, {}},  // probes are measured by the coordinator
   };
   return table;
 }
@@ -75,6 +80,13 @@ std::vector<OutcomeTables> study_outcome_tables() {
   std::vector<OutcomeTables> out;
   for (const Kind& kind : kinds())
     if (kind.tables) out.push_back(kind.tables());
+  return out;
+}
+
+std::vector<ReferenceMetric> study_reference_metrics() {
+  std::vector<ReferenceMetric> out;
+  for (const Kind& kind : kinds())
+    out.insert(out.end(), kind.reference_metrics.begin(), kind.reference_metrics.end());
   return out;
 }
 

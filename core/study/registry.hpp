@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/study_config.hpp"
+#include "report/reference.hpp"
 #include "report/reports.hpp"
 #include "store/store.hpp"
 #include "study/kind.hpp"
@@ -24,6 +25,8 @@ const Measurements& study_measurements();
 std::vector<OutcomeTables> study_outcome_tables();
 // Every kind's report, in the table's order.
 std::vector<KindReport> study_reports();
+// The metrics of published values the kinds' reports compare (read_reference).
+std::vector<ReferenceMetric> study_reference_metrics();
 
 // A study file (or text: tests) read with the kinds of the table.
 StudyConfig load_study(const std::string& file, const std::vector<std::string>& overrides);

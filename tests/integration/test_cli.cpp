@@ -294,6 +294,18 @@ BOOST_AUTO_TEST_CASE(report_reads_the_runs_min_accuracy_and_names_a_bad_config) 
              bad.output);
   // An explicit --min-accuracy is used as given.
   BOOST_TEST(run_command(kInduct + " report " + dir + " --min-accuracy 0").exit_code == 0);
+  // Without --reference, the run's own published values (report.reference, as config.yaml
+  // records it: an absolute path).
+  std::ofstream(dir + "/published.csv") << "task,model,format,distribution,L,metric,value\n"
+                                           "modular,lstm,acot,uniform,5,nstar,12\n";
+  std::ofstream(dir + "/config.yaml")
+      << config << "report:\n  reference: " << dir << "/published.csv\n";
+  CommandResult kept = run_command(kInduct + " report " + dir);
+  BOOST_TEST(kept.exit_code == 0, kept.output);
+  BOOST_TEST(kept.output.find("reference: 1 of 1 published value(s) in " + dir +
+                              "/published.csv match no cell") != std::string::npos,
+             kept.output);
+  BOOST_TEST(std::filesystem::exists(dir + "/reference_comparison.md"));
   std::ofstream(dir + "/config.yaml") << config << "report: [\n";
   CommandResult broken = run_command(kInduct + " report " + dir);
   BOOST_TEST(broken.exit_code != 0, broken.output);

@@ -1181,16 +1181,16 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
                         "modular,2,lstm,,acot,fixed,4,nstar,24,\"notes, B\"\n"
                         "modular,2,lstm,8,acot,fixed,4,nstar,-,notes C\n"
                         "modular,3,lstm,8,acot,fixed,4,nstar,7,notes D\n";
-  const Reference reference = read_reference(csv, 2);
+  const Reference reference = read_reference(csv, 2, study_reference_metrics());
   std::ostringstream log;
   write_reports(*run.store, run.dir, study_reports(), &log, &reference);
   const std::string table = test::read(run.dir + "/nstar_table.md");
   BOOST_TEST(table.find("| 4 [3 notes A, x1.33] ") != std::string::npos, table);
   BOOST_TEST(table.find("| 6 [24 notes, B, x0.25 !; – notes C !] ") != std::string::npos, table);
   const std::string compared = test::read(run.dir + "/reference_comparison.csv");
-  BOOST_TEST(compared.find("nstar,4,3,1.333,false,notes A,") != std::string::npos, compared);
-  BOOST_TEST(compared.find("nstar,6,24,0.25,true,\"notes, B\",") != std::string::npos, compared);
-  BOOST_TEST(compared.find("nstar,6,,,true,notes C,") != std::string::npos, compared);
+  BOOST_TEST(compared.find("nstar,4,3,1.333,,false,notes A,") != std::string::npos, compared);
+  BOOST_TEST(compared.find("nstar,6,24,0.25,,true,\"notes, B\",") != std::string::npos, compared);
+  BOOST_TEST(compared.find("nstar,6,,,,true,notes C,") != std::string::npos, compared);
   BOOST_TEST(
       log.str().find("1 of 4 published value(s) in " + csv + " match no cell") != std::string::npos,
       log.str());
@@ -1198,11 +1198,13 @@ training: {learning_rates: [1e-3], seeds: [10, 20]}
                                          "modular,lstm,acot,fixed,4,nstar,24\n"
                                          "modular,lstm,acot,fixed,4,accuracy,0.5\n";
   try {
-    read_reference(run.dir + "/bad.csv", 2);
+    read_reference(run.dir + "/bad.csv", 2, study_reference_metrics());
     BOOST_FAIL("a bad metric was read");
   } catch (const ConfigError& e) {
     BOOST_TEST(std::string(e.what()) ==
-               run.dir + "/bad.csv:3: metric 'accuracy': expected nstar or kappa");
+               run.dir +
+                   "/bad.csv:3: metric 'accuracy': expected one of nstar, kappa, "
+                   "lengthgen_normalized_accuracy_2L");
   }
 }
 
@@ -1279,6 +1281,28 @@ lengthgen: {multiples: [1, 2], samples: 100, configurations: 2}
   BOOST_TEST(models.find("seed=" + read[1]["seed"].as<std::string>()) != std::string::npos, models);
   const std::string curves = test::read(run.dir + "/lengthgen_curves.csv");
   BOOST_TEST(std::count(curves.begin(), curves.end(), '\n') == 5, curves);  // 2 x 2 and a header
+
+  // Published values of Table 2 beside the mean at 2L: the difference, "!" beyond 0.1 (a row
+  // without its distribution compares with every one; a negative accuracy reads).
+  const double mean = mean_of_finite(at_2L);
+  const std::string csv = run.dir + "/published.csv";
+  std::ofstream(csv) << "task,task.m,model,format,distribution,L,metric,value,source\n"
+                     << "modular,2,lstm,acot,uniform,6,lengthgen_normalized_accuracy_2L,"
+                     << format_number(mean - 0.05, 6) << ",near\n"
+                     << "modular,2,lstm,acot,,6,lengthgen_normalized_accuracy_2L,"
+                     << format_number(mean - 0.5, 6) << ",far\n"
+                     << "modular,2,lstm,acot,fixed,6,lengthgen_normalized_accuracy_2L,-0.02,none\n";
+  const Reference reference = read_reference(csv, 2, study_reference_metrics());
+  write_reports(*run.store, run.dir, study_reports(), nullptr, &reference);
+  const std::string compared = test::read(run.dir + "/lengthgen_table.md");
+  BOOST_TEST(compared.find("| " + format_spread(at_2L) + " [" + format_number(mean - 0.05, 4) +
+                           " near, +0.05; " + format_number(mean - 0.5, 4) + " far, +0.5 !] ") !=
+                 std::string::npos,
+             compared);
+  BOOST_TEST(compared.find("ours - published for accuracies") != std::string::npos, compared);
+  const std::string listed = test::read(run.dir + "/reference_comparison.csv");
+  BOOST_TEST(listed.find(",lengthgen_normalized_accuracy_2L,") != std::string::npos, listed);
+  BOOST_TEST(listed.find(",0.05,false,near,") != std::string::npos, listed);
 }
 
 // Which analysed configurations a summary counts: the successes, else the failures, in both

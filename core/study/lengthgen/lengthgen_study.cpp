@@ -2,6 +2,7 @@
 // accuracy of its best configurations (lengthgen.configurations) on longer sequences.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <tuple>
@@ -266,8 +267,18 @@ void LengthGenStudy::report(ReportContext& report) const {
     }
     for (const auto& [length, values] : normalized_at) {
       s.points.push_back({static_cast<double>(length) / L, mean_of_finite(values)});
-      if (length == report_length)
-        lengthgen.cells[row][column] = format_spread(values) + (learned ? "" : "*") + can_mark;
+      if (length == report_length) {
+        // The paper's Table 2 column is 2L: published values compare there only.
+        const double mean = mean_of_finite(values);
+        const std::string published =
+            report_length == 2 * L
+                ? report.compared(label, "lengthgen_normalized_accuracy_2L", cell["task"],
+                                  cell["model"], format_label(cell["format"]), distribution, L,
+                                  std::isfinite(mean) ? std::optional<double>(mean) : std::nullopt)
+                : "";
+        lengthgen.cells[row][column] =
+            format_spread(values) + (learned ? "" : "*") + can_mark + published;
+      }
     }
     f.series.push_back(s);
   }
@@ -287,7 +298,10 @@ void LengthGenStudy::report(ReportContext& report) const {
                        threshold + " (report.min_accuracy) is left out of the mean" +
                        (none_counted ? std::string(" (–: none reaches it)") : std::string())
                  : std::string()) +
-            (representable ? "; " + kRepresentableLegend : std::string()) + ".",
+            (representable ? "; " + kRepresentableLegend : std::string()) + "." +
+            (report.reference ? "\n\n" + reference_legend(report).substr(
+                                             0, reference_legend(report).find_last_not_of('\n') + 1)
+                              : std::string()),
         lengthgen.table());
     report.write_table(
         "lengthgen_models", "The models length generalization analysed",
