@@ -60,7 +60,7 @@ commands:
   export DIR [--to PATH] [--format csv|jsonl]
                       the store as tidy tables (one row per observation, numbers as numbers)
                       in DIR/export/ or PATH: trials, histories, per_length, nstar, kappa,
-                      lengthgen
+                      lengthgen, probe, probe_convs
   status DIR [--follow]
                       what the study writing DIR has done and is doing (also from another
                       machine: it reads DIR/status.yaml, not the store); --follow: then its

@@ -20,8 +20,9 @@ struct ExportedFile {
   std::string what;  // one line: what a row is
 };
 
-// Writes trials, histories, per_length, nstar, kappa and lengthgen (.csv, or .jsonl) into
-// `dir` (created), each only when the store has rows of it; returns what it wrote.
+// Writes trials, histories, per_length and each kind's files (nstar, kappa, lengthgen, probe,
+// probe_convs) as .csv or .jsonl into `dir` (created), each only when the store has rows of it;
+// returns what it wrote.
 std::vector<ExportedFile> export_store(const Store& store, const std::filesystem::path& dir,
                                        ExportFormat format);
 

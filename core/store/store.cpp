@@ -435,8 +435,22 @@ Store::Store(const std::filesystem::path& file, std::vector<OutcomeTables> kinds
     // WAL: a killed writer never corrupts the database; committed trials survive.
     exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
     exec(kSchema);
-    for (const OutcomeTables& tables : kinds_) exec(tables.schema);
-    if (version() != kSchemaVersion) upgrade();
+    // A kind's tables that this store did not have yet (a kind that gained its own tables
+    // after outcomes of it were stored) are filled from those outcomes' YAML.
+    std::vector<std::string> fresh;
+    for (const OutcomeTables& tables : kinds_) {
+      if (!tables.tables.empty()) {
+        Statement exists(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                         file_);
+        exists.text(1, tables.tables.front());
+        if (!exists.step()) fresh.push_back(tables.kind);
+      }
+      exec(tables.schema);
+    }
+    if (version() != kSchemaVersion)
+      upgrade();
+    else if (!fresh.empty())
+      fill_kind_tables(fresh);
   } catch (const std::exception& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -492,6 +506,21 @@ void Store::upgrade() {
     if (from == 1)
       std::cerr << "store " << file_.string() << ": upgraded to schema version " << kSchemaVersion
                 << "\n";
+  });
+}
+
+void Store::fill_kind_tables(const std::vector<std::string>& kinds) {
+  transaction([&] {
+    for (const std::string& kind : kinds) {
+      Statement outcomes(db_, "SELECT key, value FROM outcomes WHERE kind = ?", file_);
+      outcomes.text(1, kind);
+      while (outcomes.step()) {
+        try {
+          write_outcome_details(outcomes.column_text(0), kind, YAML::Load(outcomes.column_text(1)));
+        } catch (const YAML::Exception&) {
+        }
+      }
+    }
   });
 }
 

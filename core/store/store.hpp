@@ -112,6 +112,8 @@ class Store {
   void exec(const std::string& sql) const;
   int version() const;  // 0: fresh
   void upgrade();
+  // Fills the tables of `kinds` from their stored outcomes (tables new to this store).
+  void fill_kind_tables(const std::vector<std::string>& kinds);
   // Runs `body` as one transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK when it throws).
   template <class Body>
   void transaction(Body body) const;

@@ -20,6 +20,7 @@ std::unique_ptr<Study> make_probe_study();
 OutcomeTables nstar_outcome_tables();
 OutcomeTables sharing_outcome_tables();
 OutcomeTables lengthgen_outcome_tables();
+OutcomeTables probe_outcome_tables();
 
 namespace {
 
@@ -44,7 +45,8 @@ const std::vector<Kind>& kinds() {
        lengthgen_outcome_tables,
        // Table 2: normalized final-state accuracy at 2L; off by more than 0.1 is marked.
        {{"lengthgen_normalized_accuracy_2L", Compare::kDifference, 0.1}}},
-      {"probe", make_probe_study, {}, nullptr, {}},  // probes are measured by the coordinator
+      // Probes are measured by the coordinator, not in the worker.
+      {"probe", make_probe_study, {}, probe_outcome_tables, {}},
   };
   return table;
 }

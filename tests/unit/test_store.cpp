@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "probe/measure.hpp"
 #include "store/export.hpp"
 #include "store/json.hpp"
 #include "store/store.hpp"
@@ -326,5 +327,60 @@ BOOST_AUTO_TEST_CASE(a_kind_brings_its_own_table_and_export) {
   plain.put_outcome(outcome);
   BOOST_TEST(plain.outcomes().size() == 1u);
   BOOST_TEST(export_store(plain, dir + "/plain", ExportFormat::kCsv).empty());
+  // Opened again with the kind, the store fills its new table from the outcome stored before.
+  {
+    Store again(dir + "/plain.sqlite", {toy});
+    const auto refilled = export_store(again, dir + "/again", ExportFormat::kCsv);
+    BOOST_REQUIRE_EQUAL(refilled.size(), 1u);
+    BOOST_TEST(refilled[0].rows == 1u);
+  }
+  test::run_command("rm -rf '" + dir + "'");
+}
+
+// A probe outcome's measurement in probe_hooks and probe_convs, exported one row per hook
+// point (with its relative depth) and per convolution; the nullspace columns empty where it
+// was not measured.
+BOOST_AUTO_TEST_CASE(probe_outcomes_are_exported_per_hook_and_convolution) {
+  const std::string dir = test::temp_dir("probe-export");
+  Store store(dir + "/results.sqlite", study_outcome_tables());
+  ProbeMeasurement m;
+  LengthMeasurement l;
+  l.length = 8;
+  l.sequences = 40;
+  l.probed = true;
+  l.final_accuracy = 0.9;
+  l.final_chance = 0.5;
+  for (const char* name : {"embed", "block.0", "block.1", "norm"}) {
+    HookMeasurement h;
+    h.name = name;
+    h.probe = name == std::string("block.1") ? 1.0 : 0.25;
+    h.patch_readout = 0.5;
+    if (name == std::string("block.0"))
+      h.nullspace = HookMeasurement::Nullspace{3, 2, 0.01, 0.6, 0.85};
+    l.hooks.push_back(h);
+  }
+  l.convs.push_back({"block.0.conv", 0.7, 0.125});
+  m.lengths.push_back(l);
+  YAML::Node value = YAML::Load(
+      "{cell: {task: {name: modular, m: 2}, model: {name: mamba, layers: 2}, format: acot, "
+      "distribution: uniform, L: 8, validation: {max_size: 2000, fraction: 0.2}, n_cap: 100}, "
+      "n: 100, lr: 0.001, seed: 10}");
+  value["lengths"] = m.to_yaml();
+  store.put_outcome({"p1", "s", "probe", "cell", value, ""});
+  const auto files = export_store(store, dir + "/export", ExportFormat::kCsv);
+  std::map<std::string, ExportedFile> by_name;
+  for (const auto& f : files) by_name[f.path.filename().string()] = f;
+  BOOST_REQUIRE(by_name.count("probe.csv"));
+  BOOST_REQUIRE(by_name.count("probe_convs.csv"));
+  BOOST_TEST(by_name["probe.csv"].rows == 4u);
+  BOOST_TEST(by_name["probe_convs.csv"].rows == 1u);
+  const std::string hooks = test::read(by_name["probe.csv"].path.string());
+  BOOST_TEST(hooks.find(",8,1,block.0,0.5,0.9,0.5,0.25,0,0,0,3,2,0.01,0.6,0.85,0,0.5,") !=
+                 std::string::npos,
+             hooks);
+  BOOST_TEST(hooks.find(",8,2,block.1,1,0.9,0.5,1,0,0,0,,,,,,0,0.5,") != std::string::npos, hooks);
+  BOOST_TEST(hooks.find(",8,3,norm,,0.9,") != std::string::npos, hooks);  // the norm: no depth
+  const std::string convs = test::read(by_name["probe_convs.csv"].path.string());
+  BOOST_TEST(convs.find(",8,block.0.conv,0.7,0.125,") != std::string::npos, convs);
   test::run_command("rm -rf '" + dir + "'");
 }

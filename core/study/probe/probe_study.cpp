@@ -119,17 +119,28 @@ struct HookNumbers {
 
 // A probed length's hooks in forward order (settings: the outcome's). Relative depth is the same
 // for every model; a final norm, between the last layer and the readout, has none.
-std::vector<HookNumbers> read_hooks(const LengthMeasurement& length, double clean, double chance,
-                                    const ProbeMeasureSettings& settings) {
+// The relative depth of each hook of a length, in order (NaN: the final norm).
+std::vector<double> relative_depths(const LengthMeasurement& length) {
   size_t layers = 0;
   for (const HookMeasurement& hook : length.hooks) layers += hook.name != "norm";
-  std::vector<HookNumbers> out;
+  std::vector<double> out;
   size_t depth = 0;
-  for (const HookMeasurement& hook : length.hooks) {
+  for (const HookMeasurement& hook : length.hooks)
+    out.push_back(hook.name == "norm" ? NAN
+                  : layers > 1 ? static_cast<double>(depth++) / static_cast<double>(layers - 1)
+                               : 1.0);
+  return out;
+}
+
+std::vector<HookNumbers> read_hooks(const LengthMeasurement& length, double clean, double chance,
+                                    const ProbeMeasureSettings& settings) {
+  const std::vector<double> depths = relative_depths(length);
+  std::vector<HookNumbers> out;
+  for (size_t i = 0; i < length.hooks.size(); ++i) {
+    const HookMeasurement& hook = length.hooks[i];
     HookNumbers h;
     h.name = hook.name;
-    if (h.name != "norm")
-      h.depth = layers > 1 ? static_cast<double>(depth++) / static_cast<double>(layers - 1) : 1.0;
+    h.depth = depths[i];
     h.probe = hook.probe;
     h.ablation = clean - above_chance(hook.ablated_accuracy, chance);
     if (hook.nullspace) {
@@ -568,5 +579,81 @@ void ProbeStudy::report(ReportContext& report) const {
 }  // namespace
 
 std::unique_ptr<Study> make_probe_study() { return std::make_unique<ProbeStudy>(); }
+
+OutcomeTables probe_outcome_tables() {
+  OutcomeTables t;
+  t.kind = "probe";
+  t.schema = R"sql(
+CREATE TABLE IF NOT EXISTS probe_hooks (
+  outcome            TEXT NOT NULL,     -- outcomes.key (kind probe): one analysed configuration
+  length             INTEGER NOT NULL,  -- the probed length
+  position           INTEGER NOT NULL,  -- the hook's place in the forward pass, from 0
+  hook               TEXT NOT NULL,
+  depth              REAL,              -- relative: embedding 0, last layer 1; NULL: the norm
+  final_accuracy     REAL,              -- the model's at this length (held-out half)
+  final_chance       REAL,
+  probe              REAL,              -- the probe's accuracy above chance (0: majority)
+  probe_accuracy     REAL,
+  probe_chance       REAL,
+  ablated_accuracy   REAL,              -- the model's, the probe's directions ablated
+  nullspace_dims     INTEGER,           -- NULL where the nullspace was not measured
+  nullspace_rounds   INTEGER,
+  nullspace_probe    REAL,
+  nullspace_accuracy REAL,
+  random_accuracy    REAL,
+  patch_changed      REAL,              -- gap share recovered patching at the changed action
+  patch_readout      REAL,              -- ... at the readout
+  PRIMARY KEY (outcome, length, position)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS probe_convs (
+  outcome          TEXT NOT NULL,
+  length           INTEGER NOT NULL,
+  conv             TEXT NOT NULL,       -- "<block>.conv"
+  ablated_accuracy REAL,                -- the model's, the convolution's output at its mean
+  patch            REAL,                -- gap share its clean output carries
+  PRIMARY KEY (outcome, length, conv)
+) WITHOUT ROWID;
+)sql";
+  t.tables = {"probe_hooks", "probe_convs"};
+  t.write = [](const YAML::Node& value, OutcomeWriter& out) {
+    using V = Store::Value;
+    const auto real = [](double x) { return std::isfinite(x) ? V::of(x) : V{}; };
+    for (const LengthMeasurement& l : ProbeMeasurement::from_yaml(value["lengths"]).lengths) {
+      const std::vector<double> depths = relative_depths(l);
+      for (size_t i = 0; i < l.hooks.size(); ++i) {
+        const HookMeasurement& h = l.hooks[i];
+        const auto& n = h.nullspace;
+        out.insert("probe_hooks",
+                   {V::of(int64_t{l.length}), V::of(static_cast<int64_t>(i)), V::of(h.name),
+                    real(depths[i]), real(l.final_accuracy), real(l.final_chance), real(h.probe),
+                    real(h.probe_accuracy), real(h.probe_chance), real(h.ablated_accuracy),
+                    n ? V::of(n->dims) : V{}, n ? V::of(n->rounds) : V{}, n ? real(n->probe) : V{},
+                    n ? real(n->accuracy) : V{}, n ? real(n->random_accuracy) : V{},
+                    real(h.patch_changed), real(h.patch_readout)});
+      }
+      for (const ConvMeasurement& c : l.convs)
+        out.insert("probe_convs", {V::of(int64_t{l.length}), V::of(c.name),
+                                   real(c.ablated_accuracy), real(c.patch)});
+    }
+  };
+  const std::string cell =
+      "o.study, o.label, o.cell_key, {cell}, o.format, o.distribution, o.L, o.n AS N, o.lr, "
+      "o.seed, ";
+  t.exports = {
+      {"probe",
+       "one hook point of one analysed configuration at one length: probe, ablation, nullspace "
+       "and patching",
+       "SELECT h.outcome, " + cell +
+           "h.length, h.position, h.hook, h.depth, h.final_accuracy, h.final_chance, h.probe, "
+           "h.probe_accuracy, h.probe_chance, h.ablated_accuracy, h.nullspace_dims, "
+           "h.nullspace_rounds, h.nullspace_probe, h.nullspace_accuracy, h.random_accuracy, "
+           "h.patch_changed, h.patch_readout, o.created FROM probe_hooks h JOIN outcomes o ON "
+           "o.key = h.outcome ORDER BY o.rowid, h.length, h.position"},
+      {"probe_convs", "one block's convolution of one analysed configuration at one length",
+       "SELECT c.outcome, " + cell +
+           "c.length, c.conv, c.ablated_accuracy, c.patch, o.created FROM probe_convs c JOIN "
+           "outcomes o ON o.key = c.outcome ORDER BY o.rowid, c.length, c.conv"}};
+  return t;
+}
 
 }  // namespace induct
