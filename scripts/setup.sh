@@ -14,6 +14,7 @@ packages=(
   libyaml-cpp-dev
   libsqlite3-dev sqlite3
   python3-torch         # Debian's PyTorch 1.13: the reference models of bench/reference (tests, benchmarks)
+  python3-pandas        # the Python package's DataFrames (python/, test_python)
   gnuplot-nox           # figures of `induct report`
   openmpi-bin libopenmpi-dev libboost-mpi-dev  # the MPI runner (mpirun / srun induct run)
   clang-format          # the source layout (.clang-format) that CI checks
