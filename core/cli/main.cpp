@@ -29,6 +29,7 @@
 #include "study/prepare.hpp"
 #include "study/progress.hpp"
 #include "study/registry.hpp"
+#include "study/sample.hpp"
 #include "study/step.hpp"
 #include "study/step_rate.hpp"
 #include "train/archive_file.hpp"
@@ -54,6 +55,10 @@ commands:
                       check a study and print the cells it would run; --time measures the
                       training steps per second of each distinct model, format and length
                       (of the cells named) and projects the cost of each cell's failures
+  sample STUDY.yaml [--cell K] [-n 5] [--split train|validation] [--seed S]
+                    [--format text|jsonl]
+                      a cell's sequences as the model sees them: tokens by name, the targets
+                      where they are scored, where the final state is read
   report DIR [--reference FILE [--factor F]] [--min-accuracy A]
                       write the paper's tables and figures from DIR/results.sqlite, with
                       published values beside ours
@@ -88,6 +93,11 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
       "validate: train a few steps of each distinct step shape here and project what each "
       "cell's failing search step costs")("cells", po::value<std::string>(),
                                           "validate --time: only these cells (e.g. 1,3,5-8)")(
+      "cell", po::value<size_t>(), "sample: the cell (numbered from 1, as validate lists them)")(
+      "count,n", po::value<uint64_t>(), "sample: how many sequences (default 5)")(
+      "split", po::value<std::string>(), "sample: train (default) or validation")(
+      "seed", po::value<uint64_t>(), "sample: the seed (default the study's first)")(
+      "format", po::value<std::string>(), "sample: text (default) or jsonl")(
       "help", "help for this command");
   po::positional_options_description positional;
   positional.add("study", 1);
@@ -397,6 +407,31 @@ void append_run_log(const fs::path& out_dir, const std::vector<std::string>& arg
     throw std::runtime_error((out_dir / "runs.yaml").string() + ": cannot append the run log");
 }
 
+int command_sample(const std::vector<std::string>& args, const Global& global) {
+  po::variables_map vm;
+  auto [config, registry, cells] = load_and_prepare(args, "sample", global, vm);
+  for (const char* other : {"time", "cells", "out"})
+    if (vm.count(other)) throw po::error(std::string("--") + other + " is not an option of sample");
+  const size_t cell = vm.count("cell") ? vm["cell"].as<size_t>() : 1;
+  if (cell < 1 || cell > cells.size())
+    throw po::error("--cell " + std::to_string(cell) + ": the study has cells 1.." +
+                    std::to_string(cells.size()) + " (`induct validate` lists them)");
+  induct::SampleOptions options;
+  if (vm.count("count")) options.count = vm["count"].as<uint64_t>();
+  const std::string split = vm.count("split") ? vm["split"].as<std::string>() : "train";
+  if (split != "train" && split != "validation")
+    throw po::error("--split: '" + split + "' is not train or validation");
+  options.split = split == "train" ? induct::SampleOptions::Split::kTrain
+                                   : induct::SampleOptions::Split::kValidation;
+  options.seed = vm.count("seed") ? vm["seed"].as<uint64_t>() : config.seeds.front();
+  const std::string format = vm.count("format") ? vm["format"].as<std::string>() : "text";
+  if (format != "text" && format != "jsonl")
+    throw po::error("--format: '" + format + "' is not text or jsonl");
+  options.jsonl = format == "jsonl";
+  std::cout << induct::sample_cell(config, *registry, cells[cell - 1], options);
+  return 0;
+}
+
 int command_run(const std::vector<std::string>& args, const Global& global) {
   po::variables_map vm;
   // Every cell is checked before anything trains.
@@ -680,6 +715,7 @@ int main(int argc, char** argv) {
       return command_run(rest, global);
     }
     if (command == "validate") return command_validate(rest, global);
+    if (command == "sample") return command_sample(rest, global);
     if (command == "report") return command_report(rest);
     if (command == "export") return command_export(rest);
     if (command == "status") return command_status(rest);
@@ -691,7 +727,7 @@ int main(int argc, char** argv) {
       return command_plugins(global);
     }
     std::cerr << "induct: unknown command '" << command
-              << "' (commands: run, validate, report, export, status, plugins)\n";
+              << "' (commands: run, validate, sample, report, export, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << induct::printable(e.what()) << "\n";

@@ -32,6 +32,7 @@
 #include "study/nstar_search.hpp"
 #include "study/prepare.hpp"
 #include "study/registry.hpp"
+#include "study/sample.hpp"
 #include "study/step.hpp"
 #include "support.hpp"
 #include "train/cell_setup.hpp"
@@ -709,6 +710,59 @@ data: {format: outcome, distribution: uniform, L: 4, N: 10}
   read = read_events(dir + "/events.jsonl", offset, true);
   BOOST_REQUIRE_EQUAL(read.lines.size(), 1u);
   BOOST_TEST(read.lines[0].find("newer schema (99)") != std::string::npos, read.lines[0]);
+}
+
+// `induct sample`: a cell's sequences as its trials see them. Parity with Outcome: one scored
+// position, the final state, equal to the parity of the actions; with ACoT every action's
+// position is scored with the state after it; the training set is the trials' (its size N,
+// the same sequences for the same seed, others for another).
+BOOST_AUTO_TEST_CASE(sample_shows_the_sequences_a_cell_trains_on) {
+  Run run(R"(study: train
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8}
+data: {format: outcome, distribution: uniform, L: 5, N: 20}
+grid: {data.format: [outcome, acot]}
+)",
+          "sample");
+  SampleOptions options;
+  options.count = 50;
+  options.seed = 10;
+  options.jsonl = true;
+  const auto lines_of = [](const std::string& text) {
+    std::vector<YAML::Node> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(YAML::Load(line));
+    return out;
+  };
+  const std::vector<YAML::Node> outcome =
+      lines_of(sample_cell(run.config, test::plugins(), run.cells.at(0), options));
+  BOOST_REQUIRE_EQUAL(outcome.size(), 20u);  // N = 20: the whole training set
+  for (const YAML::Node& s : outcome) {
+    int parity = 0;
+    for (const auto& a : s["actions"]) parity ^= a.as<int>();
+    BOOST_TEST(s["final_state"].as<int>() == parity);
+    const auto position = s["final_position"].as<size_t>();
+    for (size_t p = 0; p < s["targets"].size(); ++p)
+      BOOST_TEST(s["targets"][p].IsNull() == (p != position), "position " << p);
+    BOOST_TEST(s["targets"][position].as<std::string>() == "=" + std::to_string(parity));
+  }
+  const std::vector<YAML::Node> acot =
+      lines_of(sample_cell(run.config, test::plugins(), run.cells.at(1), options));
+  for (const YAML::Node& s : acot)
+    for (size_t k = 0; k < s["actions"].size(); ++k)
+      BOOST_TEST(s["targets"][k].as<std::string>() == "=" + s["states"][k].as<std::string>());
+  // The same seed, the same sequences; another seed, another set.
+  BOOST_TEST(sample_cell(run.config, test::plugins(), run.cells.at(0), options) ==
+             sample_cell(run.config, test::plugins(), run.cells.at(0), options));
+  SampleOptions other = options;
+  other.seed = 20;
+  BOOST_TEST(sample_cell(run.config, test::plugins(), run.cells.at(0), other) !=
+             sample_cell(run.config, test::plugins(), run.cells.at(0), options));
+  options.split = SampleOptions::Split::kValidation;
+  options.jsonl = false;
+  const std::string text = sample_cell(run.config, test::plugins(), run.cells.at(0), options);
+  BOOST_TEST(text.find("validation set of ") != std::string::npos, text);
+  BOOST_TEST(text.find("* the final state's position") != std::string::npos, text);
 }
 
 // Another process holding the store longer than SQLite's own busy wait (10 s) delays a
