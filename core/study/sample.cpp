@@ -41,8 +41,8 @@ std::string sample_cell(const StudyConfig& config, const PluginRegistry& registr
                                   : "validation set of " + std::to_string(set.size())) +
                            ", seed " + std::to_string(options.seed);
   if (!options.jsonl)
-    out << cell.label << ": " << what << "; the first " << shown << " of "
-        << set.size() << " sequence(s), tokens by name (=s: a state), targets where scored\n";
+    out << cell.label << ": " << what << "; the first " << shown << " of " << set.size()
+        << " sequence(s), tokens by name (=s: a state), targets where scored\n";
   for (uint64_t i = 0; i < shown; ++i) {
     const int length = set.length(i);
     const std::vector<int32_t> actions = set.sequences().sequence(i);
@@ -60,20 +60,20 @@ std::string sample_cell(const StudyConfig& config, const PluginRegistry& registr
       }
       for (int64_t p = 0; p < width; ++p) {
         t += (p ? ", " : "") + json_string(token_name(data, tokens[p]));
-        g += (p ? ", " : "") + (targets[p] == kNoTarget ? std::string("null")
-                                                          : json_string(token_name(data, targets[p])));
+        g +=
+            (p ? ", " : "") + (targets[p] == kNoTarget ? std::string("null")
+                                                       : json_string(token_name(data, targets[p])));
       }
-      out << "{\"cell\": " << json_string(cell.label) << ", \"split\": "
-          << json_string(train ? "train" : "validation") << ", \"index\": " << i
+      out << "{\"cell\": " << json_string(cell.label)
+          << ", \"split\": " << json_string(train ? "train" : "validation") << ", \"index\": " << i
           << ", \"length\": " << length << ", \"actions\": [" << a << "], \"states\": [" << s
           << "], \"tokens\": [" << t << "], \"targets\": [" << g
-          << "], \"final_position\": " << final_position << ", \"final_state\": "
-          << json_string(data.task->state_name(states.back())) << "}\n";
+          << "], \"final_position\": " << final_position
+          << ", \"final_state\": " << json_string(data.task->state_name(states.back())) << "}\n";
       continue;
     }
     out << "\n#" << i + 1 << ": " << length << " action(s), final state "
-        << data.task->state_name(states.back()) << ", read at position " << final_position
-        << "\n";
+        << data.task->state_name(states.back()) << ", read at position " << final_position << "\n";
     Table rows;
     rows.header = {"position"};
     std::vector<std::string> token_row = {"token"}, target_row = {"target"};

@@ -13,9 +13,9 @@ namespace induct {
 
 struct SampleOptions {
   enum class Split { kTrain, kValidation } split = SampleOptions::Split::kTrain;
-  uint64_t count = 5;   // sequences shown (at most the set's size)
-  uint64_t seed = 0;    // the configuration's seed: the same sets its trials train on
-  bool jsonl = false;   // one JSON object per sequence instead of aligned text
+  uint64_t count = 5;  // sequences shown (at most the set's size)
+  uint64_t seed = 0;   // the configuration's seed: the same sets its trials train on
+  bool jsonl = false;  // one JSON object per sequence instead of aligned text
 };
 
 // The first `count` sequences of the cell's training set at its N (the set a trial with that

@@ -77,20 +77,16 @@ inline Shape read_shape(const induct::ModelContext& ctx, const std::string& kind
       a.fail("heads", "must divide d_model (" + std::to_string(c.d_model) +
                           ") into heads of an even size (rotary)");
   }
-  if (kinds.find('M') != std::string::npos) {
-    auto& c = s.mamba;
+  // A Mamba or Mamba-2 kind: the shared shape, then its section by its block's own reader.
+  const auto state_space = [&](char kind, const char* section, auto& c) {
+    if (kinds.find(kind) == std::string::npos) return;
     c.vocab = s.vocab;
     c.layers = depth;
     c.d_model = s.d_model;
-    read_block_options(o.section("mamba"), c);
-  }
-  if (kinds.find('2') != std::string::npos) {
-    auto& c = s.mamba2;
-    c.vocab = s.vocab;
-    c.layers = depth;
-    c.d_model = s.d_model;
-    read_block_options(o.section("mamba2"), c);
-  }
+    read_block_options(o.section(section), c);
+  };
+  state_space('M', "mamba", s.mamba);
+  state_space('2', "mamba2", s.mamba2);
   return s;
 }
 
