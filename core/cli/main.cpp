@@ -26,6 +26,7 @@
 #include "report/reference.hpp"
 #include "report/reports.hpp"
 #include "store/export.hpp"
+#include "store/merge.hpp"
 #include "study/prepare.hpp"
 #include "study/progress.hpp"
 #include "study/registry.hpp"
@@ -49,8 +50,9 @@ const char* kUsage = R"(usage: induct [--plugin-path PATH]... COMMAND [ARGS]
 Measure how much data sequence models need to learn state tracking.
 
 commands:
-  run STUDY.yaml [--set key.path=value]... [--out DIR]
-                      run a study; rerunning resumes it (stored trials are not rerun)
+  run STUDY.yaml [--set key.path=value]... [--out DIR] [--shard I/N]
+                      run a study; rerunning resumes it (stored trials are not rerun);
+                      --shard: only cells I, I+N, ... (from 0), into runs/NAME.shard-I-of-N
   validate STUDY.yaml [--set key.path=value]... [--time [--cells 1,3,5-8]]
                       check a study and print the cells it would run; --time measures the
                       training steps per second of each distinct model, format and length
@@ -62,6 +64,8 @@ commands:
   report DIR [--reference FILE [--factor F]] [--min-accuracy A]
                       write the paper's tables and figures from DIR/results.sqlite, with
                       published values beside ours
+  merge OUT DIR...    combine the stores of several folders (a study's shards) into OUT and
+                      write its report; different results for one trial are refused
   export DIR [--to PATH] [--format csv|jsonl]
                       the store as tidy tables (one row per observation, numbers as numbers)
                       in DIR/export/ or PATH: trials, histories, per_length, nstar, kappa,
@@ -83,6 +87,27 @@ struct Global {
   std::vector<std::string> plugin_path;
 };
 
+// --shard "I/N": shard I (from 0) of N.
+std::pair<size_t, size_t> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  size_t index = 0, shards = 0;
+  try {
+    size_t used_i = 0, used_n = 0;
+    if (slash == std::string::npos) throw std::invalid_argument("no /");
+    index = std::stoul(text.substr(0, slash), &used_i);
+    shards = std::stoul(text.substr(slash + 1), &used_n);
+    if (used_i != slash || used_n != text.size() - slash - 1 || text[0] == '-' ||
+        text[slash + 1] == '-')
+      throw std::invalid_argument("digits");
+  } catch (const std::exception&) {
+    throw po::error("--shard: '" + text + "' is not I/N (e.g. 0/4; Slurm: " +
+                    "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)");
+  }
+  if (shards < 1 || shards > 100000 || index >= shards)
+    throw po::error("--shard: '" + text + "': I must be in 0..N-1 and N in 1..100000");
+  return {index, shards};
+}
+
 induct::StudyConfig load(const std::vector<std::string>& args, const std::string& command,
                          const Global& global, po::variables_map& vm) {
   po::options_description options(command + " options");
@@ -93,6 +118,8 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
       "validate: train a few steps of each distinct step shape here and project what each "
       "cell's failing search step costs")("cells", po::value<std::string>(),
                                           "validate --time: only these cells (e.g. 1,3,5-8)")(
+      "shard", po::value<std::string>(),
+      "run: only shard I of N (I/N, I from 0): cells I, I+N, I+2N, ... into their own folder")(
       "cell", po::value<size_t>(), "sample: the cell (numbered from 1, as validate lists them)")(
       "count,n", po::value<uint64_t>(), "sample: how many sequences (default 5)")(
       "split", po::value<std::string>(), "sample: train (default) or validation")(
@@ -113,6 +140,11 @@ induct::StudyConfig load(const std::vector<std::string>& args, const std::string
   auto sets =
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   induct::StudyConfig config = induct::load_study(file, sets);
+  if (vm.count("shard")) {
+    if (command != "run") throw po::error("--shard is an option of run");
+    const auto [index, shards] = parse_shard(vm["shard"].as<std::string>());
+    config.cells = induct::shard_cells(config.cells, index, shards);
+  }
   // The command line's plugin folders come first.
   std::vector<std::string> path = global.plugin_path;
   path.insert(path.end(), config.run.plugin_path.begin(), config.run.plugin_path.end());
@@ -444,8 +476,14 @@ int command_run(const std::vector<std::string>& args, const Global& global) {
   if (!config.report.reference.empty())
     reference = induct::read_reference(config.report.reference, config.report.factor,
                                        induct::study_reference_metrics());
-  const fs::path out_dir =
-      vm.count("out") ? fs::path(vm["out"].as<std::string>()) : fs::path("runs") / config.name;
+  // A shard's own folder: runs/NAME.shard-I-of-N (`induct merge` combines them).
+  std::string shard_suffix;
+  if (vm.count("shard")) {
+    const auto [index, shards] = parse_shard(vm["shard"].as<std::string>());
+    shard_suffix = ".shard-" + std::to_string(index) + "-of-" + std::to_string(shards);
+  }
+  const fs::path out_dir = vm.count("out") ? fs::path(vm["out"].as<std::string>())
+                                           : fs::path("runs") / (config.name + shard_suffix);
   fs::create_directories(out_dir);
   const induct::RunLock lock(out_dir);  // before anything in the folder is written
   const size_t stale = induct::remove_stale_partial_files(out_dir.string());
@@ -631,6 +669,48 @@ int command_report(const std::vector<std::string>& args) {
   return 0;
 }
 
+int command_merge(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[0] == "--help") {
+    std::cout << "usage: induct merge OUT DIR...\n\nAdds the trials and outcomes of each DIR's "
+                 "results.sqlite (the shards of one study, `induct run --shard I/N`) to "
+                 "OUT/results.sqlite, then writes OUT's report. A finished trial with different "
+                 "results in two folders is an error naming both; nothing of that folder is "
+                 "merged.\n";
+    return args.empty() || args[0] != "--help" ? 2 : 0;
+  }
+  const fs::path out = args[0];
+  fs::create_directories(out);
+  const induct::RunLock lock(out);
+  induct::Store into(out / "results.sqlite", induct::study_outcome_tables());
+  std::map<std::string, std::string> origin;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const fs::path dir = args[i];
+    if (!fs::exists(dir / "results.sqlite"))
+      throw induct::ConfigError(dir.string() +
+                                ": no results.sqlite here (a folder of `induct "
+                                "run --out`?)");
+    if (fs::equivalent(dir / "results.sqlite", out / "results.sqlite"))
+      throw induct::ConfigError(dir.string() + ": is OUT itself");
+    const induct::Store from(dir / "results.sqlite", induct::study_outcome_tables());
+    const induct::MergeCount c =
+        induct::merge_store(into, out.string(), from, dir.string(), origin);
+    std::cout << dir.string() << ": " << c.trials_added << " trial(s) added, " << c.trials_same
+              << " already there with the same results, " << c.records_skipped
+              << " cancelled or error record(s) left out; " << c.outcomes_added
+              << " outcome(s) added, " << c.outcomes_same << " already there"
+              << (c.outcomes_kept_first > 0
+                      ? ", " + std::to_string(c.outcomes_kept_first) +
+                            " already there with another record of their cost (the first kept)"
+                      : std::string())
+              << "\n";
+  }
+  // The first folder's resolved study, so that the report (here, and `induct report OUT`)
+  // keeps its settings (report.min_accuracy, report.reference).
+  if (!fs::exists(out / "config.yaml") && fs::exists(fs::path(args[1]) / "config.yaml"))
+    fs::copy_file(fs::path(args[1]) / "config.yaml", out / "config.yaml");
+  return command_report({out.string()});
+}
+
 int command_export(const std::vector<std::string>& args) {
   po::options_description options("export options");
   options.add_options()("to", po::value<std::string>(), "folder to write (default DIR/export)")(
@@ -718,6 +798,7 @@ int main(int argc, char** argv) {
     if (command == "sample") return command_sample(rest, global);
     if (command == "report") return command_report(rest);
     if (command == "export") return command_export(rest);
+    if (command == "merge") return command_merge(rest);
     if (command == "status") return command_status(rest);
     if (command == "plugins") {
       if (!rest.empty() && rest[0] == "--help") {
@@ -727,7 +808,7 @@ int main(int argc, char** argv) {
       return command_plugins(global);
     }
     std::cerr << "induct: unknown command '" << command
-              << "' (commands: run, validate, sample, report, export, status, plugins)\n";
+              << "' (commands: run, validate, sample, report, export, merge, status, plugins)\n";
     return 2;
   } catch (const induct::ConfigError& e) {
     std::cerr << "error: " << induct::printable(e.what()) << "\n";

@@ -340,4 +340,10 @@ StudyConfig read_study(const Options& root, const std::string& file,
   return study;
 }
 
+std::vector<CellSpec> shard_cells(const std::vector<CellSpec>& cells, size_t index, size_t shards) {
+  std::vector<CellSpec> out;
+  for (size_t i = index; i < cells.size(); i += shards) out.push_back(cells[i]);
+  return out;
+}
+
 }  // namespace induct

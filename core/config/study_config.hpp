@@ -84,6 +84,10 @@ Options read_study_document_text(const std::string& text, const std::string& nam
 // The value of `study:` (train when absent), one of `kinds`.
 std::string read_study_kind(const Options& root, const std::vector<std::string>& kinds);
 
+// Shard `index` (from 0) of `shards`: cells index, index + shards, index + 2 shards, ... in the
+// file's grid order, so every cell is in exactly one shard (`induct run --shard I/N`).
+std::vector<CellSpec> shard_cells(const std::vector<CellSpec>& cells, size_t index, size_t shards);
+
 // Reads and checks every key the core owns, expanding `grid:` into cells (each from the file
 // re-read with that grid point applied), a cell's `data:` keys as the kind reads them
 // (`keys`). The kind reads its own sections first (they are then claimed); keys of the task

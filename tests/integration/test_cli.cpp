@@ -279,6 +279,47 @@ BOOST_AUTO_TEST_CASE(run_writes_results_and_resumes_without_retraining) {
   BOOST_TEST(follow.output.find("trial 0 started") == std::string::npos, follow.output);
 }
 
+// A study in shards (`--shard I/N`, each into its own folder) merged with `induct merge` gives
+// the N* table of one run; a folder whose trial has another result is refused by name, and
+// nothing of it is merged.
+BOOST_AUTO_TEST_CASE(shards_merge_to_the_table_of_one_run) {
+  const std::string study =
+      std::string(INDUCT_SOURCE_DIR) + "/tests/fixtures/studies/tiny_grid.yaml";
+  const std::string dir = temp_dir("shards");
+  BOOST_REQUIRE(run_command(kInduct + " run " + study + " --out " + dir + "/all").exit_code == 0);
+  for (const char* shard : {"0", "1"}) {
+    CommandResult part = run_command(kInduct + " run " + study + " --shard " + shard + "/2 --out " +
+                                     dir + "/shard" + shard);
+    BOOST_REQUIRE_MESSAGE(part.exit_code == 0, part.output);
+    BOOST_TEST(part.output.find(std::string(shard) == "0" ? "2 cell(s)" : "1 cell(s)") !=
+                   std::string::npos,
+               part.output);
+  }
+  CommandResult merged =
+      run_command(kInduct + " merge " + dir + "/merged " + dir + "/shard0 " + dir + "/shard1");
+  BOOST_REQUIRE_MESSAGE(merged.exit_code == 0, merged.output);
+  BOOST_TEST(read(dir + "/merged/nstar_table.md") == read(dir + "/all/nstar_table.md"));
+  BOOST_TEST(merged.output.find("2 outcome(s) added") != std::string::npos, merged.output);
+  // Merging a shard again adds nothing.
+  CommandResult again = run_command(kInduct + " merge " + dir + "/merged " + dir + "/shard0");
+  BOOST_TEST(again.output.find("0 trial(s) added") != std::string::npos, again.output);
+  // A copy of shard 1 with one result changed: refused, naming both folders.
+  run_command("cp -r " + dir + "/shard1 " + dir + "/bad && rm -f " + dir + "/bad/run.lock");
+  CommandResult edit = run_command("sqlite3 " + dir + "/bad/results.sqlite \"UPDATE trials SET " +
+                                   "result = replace(result, 'best_loss: ', 'best_loss: 1') " +
+                                   "WHERE rowid = (SELECT min(rowid) FROM trials WHERE status " +
+                                   "IN ('succeeded', 'failed'))\"");
+  if (edit.exit_code != 0) return;  // no sqlite3 command here
+  CommandResult refused = run_command(kInduct + " merge " + dir + "/merged " + dir + "/bad");
+  BOOST_TEST(refused.exit_code != 0, refused.output);
+  BOOST_TEST(refused.output.find("has different results in " + dir + "/merged and " + dir +
+                                 "/bad: ") != std::string::npos,
+             refused.output);
+  CommandResult bad_shard = run_command(kInduct + " run " + study + " --shard 2/2");
+  BOOST_TEST(bad_shard.output.find("--shard: '2/2': I must be in 0..N-1") != std::string::npos,
+             bad_shard.output);
+}
+
 // `induct report DIR` takes report.min_accuracy from the run's config.yaml unless told
 // otherwise, and a config.yaml it cannot read is an error naming it, not a default.
 BOOST_AUTO_TEST_CASE(report_reads_the_runs_min_accuracy_and_names_a_bad_config) {

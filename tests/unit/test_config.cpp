@@ -60,6 +60,29 @@ BOOST_AUTO_TEST_CASE(a_valid_study_reads_back) {
   BOOST_TEST(error_of(kStudy) == "");
 }
 
+// --shard I/N: every cell of the grid in exactly one shard, for N = 1..5 (7 cells: some shards
+// get none when N does not divide them), each shard's cells in the grid's order.
+BOOST_AUTO_TEST_CASE(shards_cover_every_cell_once) {
+  const StudyConfig study = load_study_text(R"(study: train
+task: {name: modular, m: 2}
+model: {name: lstm, hidden: 8}
+data: {format: acot, distribution: uniform, L: 3, N: 10}
+grid: {data.L: [3, 4, 5, 6, 7, 8, 9]}
+)",
+                                            "study.yaml");
+  BOOST_REQUIRE_EQUAL(study.cells.size(), 7u);
+  for (size_t shards = 1; shards <= 5; ++shards) {
+    std::vector<int> seen;
+    for (size_t index = 0; index < shards; ++index) {
+      const std::vector<CellSpec> part = shard_cells(study.cells, index, shards);
+      for (size_t k = 1; k < part.size(); ++k) BOOST_TEST(part[k - 1].L < part[k].L);
+      for (const CellSpec& cell : part) seen.push_back(cell.L);
+    }
+    std::sort(seen.begin(), seen.end());
+    BOOST_TEST((seen == std::vector<int>{3, 4, 5, 6, 7, 8, 9}), "N = " << shards);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(misspelt_top_level_key_names_key_and_line) {
   std::string message = error_of(replace(kStudy, "training:", "trainig:"));
   BOOST_TEST(message.find("study.yaml:13:1: unknown key 'trainig'") != std::string::npos, message);
