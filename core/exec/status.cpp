@@ -340,9 +340,17 @@ size_t follow_events(const std::filesystem::path& dir, std::ostream& out, double
   }
   size_t shown = 0;
   for (;;) {
-    // Whether the writer is gone, asked before reading, so that nothing it wrote is missed.
+    // Whether the writer is gone, asked before reading, so that nothing it wrote is missed:
+    // its lock released, or (no lock: a filesystem without locks) its pid on this machine dead.
     const std::optional<bool> held = run_lock_held(dir);
-    const bool gone = held.has_value() && !*held;
+    bool gone = held.has_value() && !*held;
+    if (!held.has_value()) {
+      try {
+        const YAML::Node s = YAML::LoadFile((dir / "status.yaml").string());
+        gone = s["host"].as<std::string>() == host_name() && !process_alive(s["pid"].as<long>());
+      } catch (const std::exception&) {
+      }
+    }
     EventLines read = read_events(file, offset, gone);
     for (const auto& line : read.lines) out << line << "\n";
     out.flush();

@@ -37,8 +37,8 @@ MergeCount merge_store(Store& into, const std::string& into_name, const Store& f
       throw std::runtime_error(
           "trial " + t.key + " (" + cell_label(t.spec.cell) + ", N=" + std::to_string(t.spec.n) +
           ", " + t.spec.configuration() + ") has different results in " +
-          (first == origin.end() ? into_name : first->second) + " and " +
-          from_name + ": a trial is deterministic, so one of them ran another version or is a " +
+          (first == origin.end() ? into_name : first->second) + " and " + from_name +
+          ": a trial is deterministic, so one of them ran another version or is a " +
           "damaged copy; nothing of " + from_name + " was merged");
     }
   }

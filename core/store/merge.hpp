@@ -12,8 +12,8 @@
 namespace induct {
 
 struct MergeCount {
-  size_t trials_added = 0, trials_same = 0;      // finished results
-  size_t records_skipped = 0;                     // cancelled or error records (run again)
+  size_t trials_added = 0, trials_same = 0;  // finished results
+  size_t records_skipped = 0;                // cancelled or error records (run again)
   size_t outcomes_added = 0, outcomes_same = 0;
   size_t outcomes_kept_first = 0;  // the same key, another record of what it cost: the first kept
 };
