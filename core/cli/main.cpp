@@ -628,40 +628,48 @@ int command_report(const std::vector<std::string>& args) {
   if (dir.empty()) return vm.count("help") ? 0 : 2;
   const double factor = vm["factor"].as<double>();
   if (!(factor > 1)) throw induct::ConfigError("--factor: must be above 1");
-  // Without --min-accuracy, the study's own report.min_accuracy (DIR/config.yaml, as `induct
-  // run` resolved it), so that a report again gives the tables the run wrote.
+  // What the command line does not say comes from the run's own `report:` (DIR/config.yaml, as
+  // `induct run` resolved it: min_accuracy, reference, factor), so that a report again gives
+  // the tables the run wrote. `setting(key, T)`: its value, or `fallback` where it has none.
+  const fs::path resolved = dir / "config.yaml";
+  YAML::Node run_report;   // null without the file or its section
+  std::string unreadable;  // why the file does not read
+  if (fs::exists(resolved)) {
+    try {
+      run_report = YAML::LoadFile(resolved.string())["report"];
+    } catch (const YAML::Exception& e) {
+      unreadable = e.what();
+    }
+  }
+  const auto setting = [&](const std::string& key, auto fallback) {
+    const std::string where = resolved.string() + ": report." + key;
+    if (!unreadable.empty()) throw induct::ConfigError(where + ": " + unreadable);
+    if (!run_report) return fallback;
+    try {
+      const YAML::Node node = static_cast<const YAML::Node&>(run_report)[key];
+      return node ? node.as<decltype(fallback)>() : fallback;
+    } catch (const YAML::Exception& e) {
+      throw induct::ConfigError(where + ": " + e.what());
+    }
+  };
   double min_accuracy = vm["min-accuracy"].as<double>();
   std::string source = "--min-accuracy";
-  const fs::path resolved = dir / "config.yaml";
   if (vm["min-accuracy"].defaulted() && fs::exists(resolved)) {
     source = resolved.string() + ": report.min_accuracy";
-    try {
-      const YAML::Node node = YAML::LoadFile(resolved.string())["report"]["min_accuracy"];
-      if (node) min_accuracy = node.as<double>();
-    } catch (const YAML::Exception& e) {
-      throw induct::ConfigError(source + ": " + e.what());
-    }
+    min_accuracy = setting("min_accuracy", min_accuracy);
   }
   if (!(min_accuracy >= 0 && min_accuracy <= 1))
     throw induct::ConfigError(source + ": must be in [0, 1]");
-  // Without --reference, the run's own report.reference and report.factor (DIR/config.yaml).
   std::optional<induct::Reference> reference;
   if (vm.count("reference")) {
     reference = induct::read_reference(vm["reference"].as<std::string>(), factor,
                                        induct::study_reference_metrics());
   } else if (fs::exists(resolved)) {
-    std::string file;
-    double run_factor = factor;
-    try {
-      const YAML::Node node = YAML::LoadFile(resolved.string())["report"];
-      if (node && node["reference"]) file = node["reference"].as<std::string>();
-      if (node && node["factor"] && vm["factor"].defaulted())
-        run_factor = node["factor"].as<double>();
-    } catch (const YAML::Exception& e) {
-      throw induct::ConfigError(resolved.string() + ": report.reference: " + e.what());
-    }
+    const std::string file = setting("reference", std::string());
     if (!file.empty())
-      reference = induct::read_reference(file, run_factor, induct::study_reference_metrics());
+      reference = induct::read_reference(
+          file, vm["factor"].defaulted() ? setting("factor", factor) : factor,
+          induct::study_reference_metrics());
   }
   induct::Store store(dir / "results.sqlite", induct::study_outcome_tables());
   induct::write_reports(store, dir, induct::study_reports(), &std::cout,

@@ -66,6 +66,15 @@ double finite(const YAML::Node& s, const char* key) {
   return v;
 }
 
+// Whether the `induct run` that wrote DIR/status.yaml (on `host`, as `pid`) is gone, as far as
+// this machine can tell: on its own machine, its lock released (without a lock file: a
+// filesystem without locks, its pid dead); on another machine, not known (false).
+bool run_gone(const std::filesystem::path& dir, const std::string& host, long pid) {
+  if (host != host_name()) return false;
+  const std::optional<bool> held = run_lock_held(dir);
+  return held ? !*held : !process_alive(pid);
+}
+
 std::string describe_status_file(const std::filesystem::path& dir, const YAML::Node& s);
 
 }  // namespace
@@ -284,9 +293,7 @@ std::string describe_status_file(const std::filesystem::path& dir, const YAML::N
       << format_duration(static_cast<double>(age)) << " ago)\n";
   // On this machine: the run holds its folder's lock while it lives (a pid alone may since
   // belong to another process); without a lock file, whether the pid lives.
-  const std::optional<bool> held = run_lock_held(dir);
-  const bool gone =
-      state == "running" && host == host_name() && (held ? !*held : !process_alive(pid));
+  const bool gone = state == "running" && run_gone(dir, host, pid);
   if (state == "running") {
     if (gone)
       out << "  its process is gone (killed, or its machine stopped): the trials it ran are "
@@ -340,16 +347,13 @@ size_t follow_events(const std::filesystem::path& dir, std::ostream& out, double
   }
   size_t shown = 0;
   for (;;) {
-    // Whether the writer is gone, asked before reading, so that nothing it wrote is missed:
-    // its lock released, or (no lock: a filesystem without locks) its pid on this machine dead.
-    const std::optional<bool> held = run_lock_held(dir);
-    bool gone = held.has_value() && !*held;
-    if (!held.has_value()) {
-      try {
-        const YAML::Node s = YAML::LoadFile((dir / "status.yaml").string());
-        gone = s["host"].as<std::string>() == host_name() && !process_alive(s["pid"].as<long>());
-      } catch (const std::exception&) {
-      }
+    // Whether the writer is gone (run_gone), asked before reading, so that nothing it wrote
+    // is missed; a status file that does not read says nothing.
+    bool gone = false;
+    try {
+      const YAML::Node s = YAML::LoadFile((dir / "status.yaml").string());
+      gone = run_gone(dir, s["host"].as<std::string>(), s["pid"].as<long>());
+    } catch (const std::exception&) {
     }
     EventLines read = read_events(file, offset, gone);
     for (const auto& line : read.lines) out << line << "\n";

@@ -282,6 +282,9 @@ void LengthGenStudy::report(ReportContext& report) const {
     }
     f.series.push_back(s);
   }
+  // The published values' legend, without the blank line it ends with ("" without them).
+  std::string legend = reference_legend(report);
+  legend.erase(legend.find_last_not_of('\n') + 1);
   if (!lengthgen.cells.empty()) {
     report.write_table(
         "lengthgen_table", "Length generalization at 2L (Table 2 layout)",
@@ -299,9 +302,7 @@ void LengthGenStudy::report(ReportContext& report) const {
                        (none_counted ? std::string(" (–: none reaches it)") : std::string())
                  : std::string()) +
             (representable ? "; " + kRepresentableLegend : std::string()) + "." +
-            (report.reference ? "\n\n" + reference_legend(report).substr(
-                                             0, reference_legend(report).find_last_not_of('\n') + 1)
-                              : std::string()),
+            (legend.empty() ? std::string() : "\n\n" + legend),
         lengthgen.table());
     report.write_table(
         "lengthgen_models", "The models length generalization analysed",
